@@ -1,0 +1,28 @@
+"""cutile_lab: write, check, compile, run and tune safe GPU tile kernels from Python.
+
+    import cutile_lab as cl
+    from cutile_lab.lang import *
+
+    @cl.kernel
+    def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], y: Tensor[f32, "?"]):
+        z.store(load_tile_like(x, z) + load_tile_like(y, z))
+
+    report = add.compile("sm_90", B=128)
+"""
+from cutile_lab.errors import (CompileError, CutileLabError, Diagnostic, KernelDiagnosticsError,
+                               LanguageError, LaunchError, NoDeviceError, Span, ToolchainError)
+from cutile_lab.kernel import Kernel, kernel, kernels_from_source, load_kernels
+from cutile_lab.lang import *  # noqa: F401,F403  (cl.Mut, cl.f32, ...)
+from cutile_lab.lang import __all__ as _lang_all
+
+__version__ = "0.1.0"
+
+__all__ = ["Kernel", "kernel", "kernels_from_source", "load_kernels", "CutileLabError",
+           "CompileError", "KernelDiagnosticsError", "LanguageError", "LaunchError",
+           "NoDeviceError", "ToolchainError", "Diagnostic", "Span", *_lang_all]
+
+
+def load_ipython_extension(ipython):
+    """``%load_ext cutile_lab``"""
+    from cutile_lab.notebook.magics import load_ipython_extension as load
+    load(ipython)

@@ -1,0 +1,362 @@
+"""Lowering of a tile-language kernel to cuTile Python source, line for line.
+
+The lowered text keeps every statement on the user's own line, so cuTile's errors, the Tile IR's
+debug locations and tileiras' remarks all carry the user's line numbers. A ``PositionMap`` takes a
+(line, column) of the lowered text back to the span of the user's expression.
+
+The memory forms of the language become explicit-index cuTile calls on the kernel's own tile:
+``load_tile_like(x, z)`` -> ``ct.load(x, index=(ct.bid(0),), shape=(B,), padding_mode=ZERO)``,
+``z.store(t)`` -> ``ct.store(z, index=(ct.bid(0),), tile=t)``; ``with unsafe():`` becomes
+``if True:``. Plain cuTile Python kernels pass through unchanged.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+from dataclasses import dataclass, field
+
+from cutile_lab.errors import Span
+from cutile_lab.language.dtypes import ALIASES, DTYPES
+from cutile_lab.language.frontend import KernelDef
+from cutile_lab.language.surface import OPS, RAW_MEMORY
+
+CT = "ct"
+_ZERO_PAD = f"{CT}.PaddingMode.ZERO"
+
+
+@dataclass
+class PositionMap:
+    """Lowered (line, col) -> the user's span, from the parallel walk of the two syntax trees."""
+
+    filename: str
+    entries: list[tuple[int, int, int, int, Span]] = field(default_factory=list)
+
+    def add(self, lowered: ast.AST, span: Span) -> None:
+        self.entries.append((lowered.lineno, lowered.col_offset,
+                             lowered.end_lineno or lowered.lineno,
+                             lowered.end_col_offset or 0, span))
+
+    def lookup(self, line: int, col: int | None = None) -> Span | None:
+        """The user's span of the innermost lowered node containing (line, col)."""
+        best = None
+        best_size = None
+        for l0, c0, l1, c1, span in self.entries:
+            if col is None:
+                inside = l0 <= line <= l1
+            else:
+                inside = (l0, c0) <= (line, col) <= (l1, max(c1, c0 + 1) - 1) or \
+                    (l0 == l1 == line and c0 <= col < max(c1, c0 + 1))
+            if not inside:
+                continue
+            size = (l1 - l0, (c1 - c0) if l0 == l1 else 10 ** 6)
+            if best_size is None or size < best_size:
+                best, best_size = span, size
+        if best is None and col is not None:
+            return self.lookup(line, None)
+        return best
+
+
+@dataclass
+class LoweredKernel:
+    name: str
+    text: str
+    filename: str
+    param_names: list[str]       # the lowered function's parameters, in order
+    const_params: list[str]      # those that are compile-time constants
+    positions: PositionMap
+    user_filename: str
+
+    def user_span(self, line: int, col: int | None = None) -> Span:
+        span = self.positions.lookup(line, col)
+        return span or Span(self.user_filename, line, col or 0)
+
+
+def lowered_filename(kdef: KernelDef, text: str) -> str:
+    # Named by content, so the same kernel always gives the same binary (debug info names it).
+    digest = hashlib.sha1(text.encode()).hexdigest()[:12]
+    return f"<lowered {kdef.name} {digest}>"
+
+
+def lower(kdef: KernelDef) -> LoweredKernel:
+    source = kdef.source
+    mark_elifs(kdef.node, source.text.splitlines())
+    if kdef.kind == "cutile":
+        node = copy.deepcopy(kdef.node)
+        node.decorator_list = []
+        params = [a.arg for a in node.args.args]
+        consts = [a.arg for a in node.args.args
+                  if a.annotation is not None and "Constant" in ast.unparse(a.annotation)]
+    else:
+        node, params, consts = _rewrite(kdef)
+    n_lines = len(source.text.splitlines()) + 1
+    text = "\n" * source.line_offset + _LineEmitter().emit(node, n_lines)
+    fname = lowered_filename(kdef, text)
+    positions = PositionMap(fname)
+    _map_positions(node, text, positions, source)
+    return LoweredKernel(kdef.name, text, fname, params, consts, positions, source.filename)
+
+
+# --- rewriting ------------------------------------------------------------------------------
+
+def _ct(attr: str) -> ast.expr:
+    return ast.Attribute(ast.Name(CT, ast.Load()), attr, ast.Load())
+
+
+def _expr(text: str) -> ast.expr:
+    return ast.parse(text, mode="eval").body
+
+
+def _rewrite(kdef: KernelDef) -> tuple[ast.FunctionDef, list[str], list[str]]:
+    node = copy.deepcopy(kdef.node)
+    node.decorator_list = []
+    const_names = [p.name for p in kdef.params if p.role == "const"]
+    implicit = [g for g in kdef.const_generics if g not in const_names]
+    new_args = []
+    for arg in node.args.args:
+        p = kdef.param(arg.arg)
+        ann = None
+        if p is not None and p.role == "const":
+            ann = _expr(f"{CT}.Constant[int]")
+        new_args.append(ast.arg(arg.arg, ann))
+    for g in implicit:
+        new_args.append(ast.arg(g, _expr(f"{CT}.Constant[int]")))
+    node.args = ast.arguments(posonlyargs=[], args=new_args, vararg=None, kwonlyargs=[],
+                              kw_defaults=[], kwarg=None, defaults=[])
+    node.returns = None
+    _copy_loc_deep(node.args, node)
+    outputs = {p.name: p for p in kdef.outputs}
+    node.body = [_BodyRewriter(outputs, kdef).visit(s) for s in node.body]
+    ast.fix_missing_locations(node)
+    params = [a.arg for a in node.args.args]
+    return node, params, const_names + implicit
+
+
+def _copy_loc_deep(tree: ast.AST, src: ast.AST) -> None:
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.expr, ast.stmt, ast.arg)):
+            ast.copy_location(n, src)
+
+
+def _dim_expr(d) -> str:
+    return str(d)
+
+
+class _BodyRewriter(ast.NodeTransformer):
+    def __init__(self, outputs, kdef: KernelDef):
+        self.outputs = outputs
+        self.locals = _assigned_names(kdef.node) | {p.name for p in kdef.params}
+        self.in_unsafe = 0
+
+    def _own_index(self, out) -> str:
+        return "(" + "".join(f"{CT}.bid({i}), " for i in range(len(out.shape))) + ")"
+
+    def _tile_shape(self, out) -> str:
+        return "(" + "".join(f"{_dim_expr(d)}, " for d in out.shape) + ")"
+
+    def _replace(self, old: ast.AST, text: str, **subs: ast.expr) -> ast.expr:
+        new = _expr(text)
+        for n in ast.walk(new):
+            if isinstance(n, ast.Name) and n.id in subs:
+                pass
+        new = _Substitute(subs).visit(new)
+        for n in ast.walk(new):
+            if not getattr(n, "_keep_loc", False) and isinstance(n, (ast.expr,)):
+                ast.copy_location(n, old)
+        return new
+
+    def visit_With(self, node: ast.With):
+        if len(node.items) == 1 and _is_unsafe(node.items[0].context_expr):
+            self.in_unsafe += 1
+            body = [self.visit(s) for s in node.body]
+            self.in_unsafe -= 1
+            new = ast.If(test=ast.Constant(True), body=body, orelse=[])
+            ast.copy_location(new, node)
+            ast.copy_location(new.test, node.items[0].context_expr)
+            return new
+        return self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name):
+        if isinstance(node.ctx, ast.Load) and node.id not in self.locals:
+            dt = DTYPES.get(node.id) or ALIASES.get(node.id)
+            if dt is not None:
+                return ast.copy_location(_ct(dt.cutile), node)
+        return node
+
+    def visit_Call(self, node: ast.Call):
+        node = self.generic_visit(node)
+        f = node.func
+        args, kws = node.args, node.keywords
+        # z.store(t) / z.load() on the kernel's own tile
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
+                and f.value.id in self.outputs:
+            out = self.outputs[f.value.id]
+            if f.attr == "store" and len(args) == 1 and not kws:
+                return self._replace(node, f"{CT}.store(Z, index={self._own_index(out)}, tile=T)",
+                                     Z=f.value, T=args[0])
+            if f.attr == "load" and not args:
+                return self._replace(node, f"{CT}.load(Z, index={self._own_index(out)}, "
+                                     f"shape={self._tile_shape(out)}, padding_mode={_ZERO_PAD})",
+                                     Z=f.value)
+            return node
+        if not isinstance(f, ast.Name) or f.id in self.locals:
+            return node
+        name = f.id
+        if name == "load_tile_like" and len(args) == 2 and isinstance(args[1], ast.Name) \
+                and args[1].id in self.outputs:
+            out = self.outputs[args[1].id]
+            new = self._replace(node, f"{CT}.load(X, index={self._own_index(out)}, "
+                                f"shape={self._tile_shape(out)}, padding_mode={_ZERO_PAD})",
+                                X=args[0])
+            new.keywords.extend(kws)
+            return new
+        if name == "load_tile":
+            call = ast.Call(_ct("load"), args[:1], [])
+            names = ["index", "shape"]
+            for a, kwname in zip(args[1:], names):
+                call.keywords.append(ast.keyword(kwname, a))
+            call.keywords.extend(kws)
+            if not any(k.arg == "padding_mode" for k in call.keywords):
+                call.keywords.append(ast.keyword("padding_mode", _expr(_ZERO_PAD)))
+            return _located(call, node)
+        if name == "tile_id":
+            return _located(ast.Call(_ct("bid"), args, kws), node)
+        if name == "num_tiles":
+            target = "num_blocks" if len(args) + len(kws) == 1 else "num_tiles"
+            return _located(ast.Call(_ct(target), args, kws), node)
+        if name in OPS or (self.in_unsafe and name in RAW_MEMORY):
+            return _located(ast.Call(_ct(name), args, kws), node)
+        return node
+
+
+def _located(new: ast.AST, old: ast.AST) -> ast.AST:
+    for n in ast.walk(new):
+        if isinstance(n, ast.expr) and not hasattr(n, "lineno"):
+            ast.copy_location(n, old)
+    return ast.copy_location(new, old)
+
+
+class _Substitute(ast.NodeTransformer):
+    def __init__(self, subs):
+        self.subs = subs
+
+    def visit_Name(self, node):
+        if node.id in self.subs:
+            repl = self.subs[node.id]
+            for n in ast.walk(repl):
+                n._keep_loc = True
+            return repl
+        return node
+
+
+def _is_unsafe(expr: ast.expr) -> bool:
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    return (isinstance(target, ast.Name) and target.id == "unsafe") or \
+        (isinstance(target, ast.Attribute) and target.attr == "unsafe")
+
+
+def _assigned_names(fn: ast.FunctionDef) -> set[str]:
+    names = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            names.add(n.id)
+        elif isinstance(n, ast.arg) and n is not fn:
+            names.add(n.arg)
+    return names
+
+
+# --- line-preserving emission -----------------------------------------------------------------
+
+class _LineEmitter:
+    """Writes each statement on its original line; compound statements get their header on
+    their own line and their bodies recursively."""
+
+    def emit(self, fn: ast.FunctionDef, n_lines: int) -> str:
+        self.lines: dict[int, str] = {}
+        self.indent_of: dict[int, int] = {}
+        stub = ast.FunctionDef(fn.name, fn.args, [ast.Pass()], [], None, None)
+        header = ast.unparse(ast.fix_missing_locations(ast.copy_location(stub, fn)))
+        header = header.split("\n")[0]
+        self._put(fn.lineno, 0, header)
+        self._body(fn.body, 1, fn.lineno)
+        last = max(self.lines) if self.lines else 1
+        out = []
+        for i in range(1, max(n_lines, last) + 1):
+            out.append(self.lines.get(i, ""))
+        return "\n".join(out) + "\n"
+
+    def _put(self, line: int, depth: int, text: str) -> None:
+        if line in self.lines:
+            self.lines[line] += "; " + text if not self.lines[line].endswith(":") else " " + text
+        else:
+            self.lines[line] = "    " * depth + text
+
+    def _body(self, stmts, depth, header_line) -> None:
+        for s in stmts:
+            self._stmt(s, depth)
+
+    def _stmt(self, s: ast.stmt, depth: int) -> None:
+        line = s.lineno
+        if isinstance(s, (ast.For, ast.While, ast.If, ast.With)):
+            if isinstance(s, ast.For):
+                head = f"for {ast.unparse(s.target)} in {ast.unparse(s.iter)}:"
+            elif isinstance(s, ast.While):
+                head = f"while {ast.unparse(s.test)}:"
+            elif isinstance(s, ast.If):
+                head = f"if {ast.unparse(s.test)}:"
+            else:
+                head = f"with {', '.join(ast.unparse(i) for i in s.items)}:"
+            self._put(line, depth, head)
+            self._body(s.body, depth + 1, line)
+            if getattr(s, "orelse", None):
+                self._else(s, depth)
+            return
+        text = ast.unparse(s)
+        if "\n" in text:   # a construct the language rejects anyway; keep it valid Python
+            for i, part in enumerate(text.split("\n")):
+                self._put(line + i, depth, part)
+            return
+        self._put(line, depth, text)
+
+    def _else(self, s, depth: int) -> None:
+        first = s.orelse[0]
+        if isinstance(s, ast.If) and len(s.orelse) == 1 and isinstance(first, ast.If) \
+                and getattr(first, "_is_elif", False):
+            self._put(first.lineno, depth, f"elif {ast.unparse(first.test)}:")
+            self._body(first.body, depth + 1, first.lineno)
+            if first.orelse:
+                self._else(first, depth)
+            return
+        else_line = getattr(s, "_else_line", None) or max(
+            (ln for ln in range(s.lineno + 1, first.lineno) if ln not in self.lines),
+            default=first.lineno)
+        self._put(else_line, depth, "else:")
+        self._body(s.orelse, depth + 1, else_line)
+
+
+def mark_elifs(fn: ast.FunctionDef, text_lines: list[str]) -> None:
+    """``elif`` and ``else:`` are not in the syntax tree: read them off the source lines."""
+    for n in ast.walk(fn):
+        if isinstance(n, (ast.If, ast.For, ast.While)) and n.orelse:
+            first = n.orelse[0]
+            src = text_lines[first.lineno - 1] if first.lineno <= len(text_lines) else ""
+            if isinstance(n, ast.If) and isinstance(first, ast.If) and len(n.orelse) == 1 \
+                    and src.lstrip().startswith("elif"):
+                first._is_elif = True
+            else:
+                for ln in range(first.lineno, n.lineno, -1):
+                    t = text_lines[ln - 1] if ln <= len(text_lines) else ""
+                    if t.lstrip().startswith("else"):
+                        n._else_line = ln
+                        break
+
+
+def _map_positions(node: ast.FunctionDef, text: str, positions: PositionMap, source) -> None:
+    lowered_tree = ast.parse(text)
+    lowered_fn = next(n for n in lowered_tree.body if isinstance(n, ast.FunctionDef))
+    for orig, low in zip(ast.walk(node), ast.walk(lowered_fn)):
+        if type(orig) is not type(low):
+            break
+        if isinstance(orig, (ast.expr, ast.stmt)) and hasattr(low, "lineno") \
+                and hasattr(orig, "lineno"):
+            positions.add(low, source.span(orig))

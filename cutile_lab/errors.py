@@ -1,0 +1,137 @@
+"""Error classes with stable codes, and the source spans and diagnostics every stage reports with.
+
+Owns: ``Span`` (a place in the user's own file or notebook cell), ``Diagnostic`` (a value:
+code, severity, message, primary span, labelled secondary spans, help) and the exception
+hierarchy (``CutileLabError`` and one subclass per stage). Rendering diagnostics as text, HTML or
+JSON belongs to ``cutile_lab.checking.render``; this module only holds the data.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Sequence
+
+Severity = Literal["error", "warning", "note"]
+
+
+@dataclass(frozen=True)
+class Span:
+    """A range in the user's source. Lines are 1-based, columns 0-based (as in ``ast``)."""
+
+    filename: str
+    line: int
+    col: int = 0
+    end_line: int | None = None
+    end_col: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.line}:{self.col + 1}"
+
+    @classmethod
+    def of_node(cls, node, filename: str, line_offset: int = 0) -> "Span":
+        """The span of an ``ast`` node parsed from text that starts at ``line_offset + 1``."""
+        end_line = getattr(node, "end_lineno", None)
+        return cls(filename, node.lineno + line_offset, node.col_offset,
+                   None if end_line is None else end_line + line_offset,
+                   getattr(node, "end_col_offset", None))
+
+
+@dataclass(frozen=True)
+class Label:
+    """A secondary span with a short explanation, like rustc's ``-- value moved here``."""
+
+    span: Span
+    message: str
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    severity: Severity
+    message: str
+    span: Span | None
+    labels: tuple[Label, ...] = ()
+    help: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
+
+
+class CutileLabError(Exception):
+    """Base of every error the lab raises on purpose. ``code`` is stable and documented."""
+
+    code = "CL000"
+
+    def __init__(self, message: str, *, help: str | None = None, span: Span | None = None):
+        super().__init__(message)
+        self.message = message
+        self.help = help
+        self.span = span
+
+    def __str__(self) -> str:
+        where = f"{self.span}: " if self.span else ""
+        text = f"{where}{self.message}"
+        if self.help:
+            text += f"\n  help: {self.help}"
+        return text
+
+
+class KernelDiagnosticsError(CutileLabError):
+    """A kernel (or a launch) has error diagnostics; they are in ``diagnostics``."""
+
+    code = "CL001"
+
+    def __init__(self, diagnostics: Sequence[Diagnostic], source_lookup=None):
+        self.diagnostics = tuple(diagnostics)
+        errors = [d for d in self.diagnostics if d.is_error]
+        first = errors[0] if errors else self.diagnostics[0]
+        super().__init__(f"{len(errors)} error(s); first: [{first.code}] {first.message}",
+                         span=first.span, help=first.help)
+        self._source_lookup = source_lookup
+
+    def __str__(self) -> str:
+        from cutile_lab.checking.render import render_text
+        return render_text(self.diagnostics, self._source_lookup)
+
+
+class LanguageError(CutileLabError):
+    """Source that is not a tile kernel at all (no function, syntax error, unknown kernel name)."""
+
+    code = "CL010"
+
+
+class ToolchainError(CutileLabError):
+    """The Tile IR toolchain (tileiras, tileirdisasm) is missing, mismatched or broken."""
+
+    code = "CL020"
+
+
+class CompileError(CutileLabError):
+    """The compiler rejected a kernel; ``span`` is the user's own line where one is known."""
+
+    code = "CL030"
+
+    def __init__(self, message: str, *, span: Span | None = None, help: str | None = None,
+                 compiler_output: str = "", stage: str = ""):
+        super().__init__(message, span=span, help=help)
+        self.compiler_output = compiler_output
+        self.stage = stage
+
+
+class CacheError(CutileLabError):
+    code = "CL040"
+
+
+class LaunchError(CutileLabError):
+    """A launch was refused before anything ran (bad arguments, no device, ownership)."""
+
+    code = "CL050"
+
+
+class NoDeviceError(LaunchError):
+    code = "CL051"
+
+
+class SimulationError(CutileLabError):
+    code = "CL060"

@@ -1,0 +1,66 @@
+"""Lowering keeps every statement on the user's line and maps columns back."""
+import ast
+
+import cutile_lab as cl
+from cutile_lab.compiling.lowering import lower
+
+SRC = '''# a comment
+def k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"],
+      alpha: f32):
+    t = load_tile_like(x, z)
+    if alpha > 0:
+        t = t * alpha
+    elif alpha < 0:
+        t = exp(t)
+    else:
+        t = t.astype(f32)
+    for i in range(2):
+        t = t + 1
+    with unsafe():
+        atomic_add(x, (tile_id(0),), t)
+    z.store(t)
+'''
+
+
+def _lowered():
+    [k] = cl.kernels_from_source(SRC, "<cell-9>").values()
+    return k, lower(k.definition)
+
+
+def test_each_statement_stays_on_its_line():
+    k, low = _lowered()
+    lines = low.text.splitlines()
+    user = SRC.splitlines()
+    for n, text in enumerate(user, 1):
+        stripped = text.strip()
+        if stripped.startswith(("t =", "z.store", "for", "if", "elif", "else")):
+            assert lines[n - 1].strip(), f"line {n} ({stripped}) vanished in the lowering"
+    assert "ct.store(z, index=(ct.bid(0),), tile=t)" in lines[14]
+    assert lines[12].strip() == "if True:"            # with unsafe():
+    assert lines[13].strip().startswith("ct.atomic_add(x, (ct.bid(0),), t)")
+    assert lines[6].strip().startswith("elif alpha < 0")
+    ast.parse(low.text)
+
+
+def test_columns_map_back_to_the_users_expression():
+    k, low = _lowered()
+    lowered_line = low.text.splitlines()[7]          # t = ct.exp(t)
+    col = lowered_line.index("ct.exp")
+    span = low.user_span(8, col)
+    assert (span.filename, span.line) == ("<cell-9>", 8)
+    assert SRC.splitlines()[7][span.col:].startswith("exp(t)")
+
+
+def test_const_generics_become_constant_parameters():
+    k, low = _lowered()
+    assert low.param_names == ["z", "x", "alpha", "B"] and low.const_params == ["B"]
+    assert "B: ct.Constant[int]" in low.text.splitlines()[1]
+
+
+def test_plain_cutile_kernel_passes_through():
+    src = ("import cuda.tile as ct\n@ct.kernel\ndef k(a, B: ct.Constant[int]):\n"
+           "    ct.store(a, index=(ct.bid(0),), tile=ct.full((B,), 1.0, dtype=ct.float32))\n")
+    [k] = cl.kernels_from_source(src, "f.py").values()
+    low = lower(k.definition)
+    assert low.text.splitlines()[3].strip().startswith("ct.store(a, index=(ct.bid(0),)")
+    assert low.const_params == ["B"]
