@@ -1,0 +1,33 @@
+"""Performance: what a device can do, what a kernel did, and the pictures that compare the two.
+
+Owns: datasheet peaks (``peaks``), measured ceilings cached per device (``ceilings``), flop/byte
+counting rules (``counting``), measurements and timing loops (``measurement``) and roofline /
+bandwidth figures (``roofline``). It never launches work itself: the runtime supplies timed
+callables and device names; the notebook layer displays the figures. ``roofline`` (and so
+matplotlib) is imported only when one of its names is first used.
+"""
+from cutile_lab.performance.ceilings import (COPY_BW, cache_dir, clear_ceilings, gemm_ceiling_name,
+                                             load_ceiling_dates, load_ceilings, save_ceiling)
+from cutile_lab.performance.counting import (FlopByteCount, count_elementwise, count_gemm,
+                                             count_rowwise)
+from cutile_lab.performance.measurement import (MEASUREMENTS, EventPair, Measurement,
+                                                Measurements, Timing, median, time_events,
+                                                time_host)
+from cutile_lab.performance.peaks import PEAKS, PRECISIONS, DevicePeaks, lookup_device
+
+_ROOFLINE = ("roofline_figure", "bandwidth_figure", "percent_of_roof", "attainable_flops",
+             "figure_png")
+
+
+def __getattr__(name: str):
+    if name in _ROOFLINE:
+        from cutile_lab.performance import roofline
+        return getattr(roofline, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["COPY_BW", "cache_dir", "clear_ceilings", "gemm_ceiling_name", "load_ceiling_dates",
+           "load_ceilings", "save_ceiling", "FlopByteCount", "count_elementwise", "count_gemm",
+           "count_rowwise", "MEASUREMENTS", "EventPair", "Measurement", "Measurements", "Timing",
+           "median", "time_events", "time_host", "PEAKS", "PRECISIONS", "DevicePeaks",
+           "lookup_device", *_ROOFLINE]
