@@ -9,8 +9,8 @@ guess: a field the cubin does not record is ``None``.
 Where things live (checked against cubins from tileiras 13.4 for sm_80, sm_90, sm_100, sm_120):
 
 * arch: ``e_flags``. With ELF ABI version 8 and later (CUDA 13 cubins, every architecture)
-  the SM number is bits 8..15 (``0x..005a04`` is sm_90); older cubins (ABI version 7) keep it
-  in the low byte (``0x5a055a``).
+  the SM number is bits 8..15 (``0x..005a04`` is sm_90); older cubins (ABI version 7, CUDA 12
+  and before) keep it in the low byte (``0x5a055a``; from published e_flags tables).
 * kernels: ``.text.<name>`` sections whose symbol (``sh_info`` low 24 bits) is a CUDA entry
   point (``st_other & STO_CUDA_ENTRY``) or which have a ``.nv.info.<name>`` section.
 * registers: the ``EIATTR_REGCOUNT`` record for the kernel's symbol in the module-wide

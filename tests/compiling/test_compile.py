@@ -107,7 +107,7 @@ def test_unknown_arch_is_a_clear_error():
 TYPE_ERROR = '''
 def bad(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], n: i32):
     t = load_tile_like(x, z)
-    u = t + reshape(t, (B, 2))
+    u = cumsum(t, axis=3)
     z.store(u)
 '''
 
