@@ -126,10 +126,46 @@ def _rewrite(kdef: KernelDef) -> tuple[ast.FunctionDef, list[str], list[str]]:
     node.returns = None
     _copy_loc_deep(node.args, node)
     outputs = {p.name: p for p in kdef.outputs}
-    node.body = [_BodyRewriter(outputs, kdef).visit(s) for s in node.body]
+    order = tile_order(kdef)
+    node.body = [_BodyRewriter(outputs, kdef, grouped=order is not None).visit(s)
+                 for s in node.body]
+    if order is not None:
+        node.body = _grouped_prologue(kdef, order, node.body[0]) + node.body
     ast.fix_missing_locations(node)
     params = [a.arg for a in node.args.args]
     return node, params, const_names + implicit
+
+
+GROUPED = ("_t0", "_t1", "_tm", "_tn")
+
+
+def tile_order(kdef: KernelDef) -> int | None:
+    """The group size when the kernel asks for grouped tile order (``@cl.kernel(
+    tile_order="grouped", group_size=8)``), else None. Grouped order walks the output's tiles
+    in column bands of ``group_size`` tile rows, so that neighbouring tiles run together and
+    share operands in L2; it is a bijection of the launch index, so each tile still has one
+    owner. The launch grid is then 1-D."""
+    if kdef.kind != "tile" or kdef.options.get("tile_order", "row") != "grouped":
+        return None
+    return int(kdef.options.get("group_size", 8))
+
+
+def _grouped_prologue(kdef: KernelDef, group: int, first: ast.stmt) -> list[ast.stmt]:
+    out = kdef.outputs[0]
+    shape = "(" + ", ".join(str(d) for d in out.shape) + ",)"
+    t0, t1, tm, tn = GROUPED
+    text = (f"{tm} = {CT}.num_tiles({out.name}, 0, {shape}); "
+            f"{tn} = {CT}.num_tiles({out.name}, 1, {shape}); "
+            f"_pid = {CT}.bid(0); _gsz = {group} * {tn}; _first = (_pid // _gsz) * {group}; "
+            f"_gm = min({tm} - _first, {group}); "
+            f"{t0} = _first + (_pid % _gsz) % _gm; {t1} = (_pid % _gsz) // _gm")
+    stmts = ast.parse(text).body
+    for st in stmts:
+        for n in ast.walk(st):
+            if hasattr(n, "lineno"):
+                ast.copy_location(n, first)
+                n.end_lineno, n.end_col_offset = first.lineno, first.col_offset
+    return stmts
 
 
 def _copy_loc_deep(tree: ast.AST, src: ast.AST) -> None:
@@ -143,12 +179,15 @@ def _dim_expr(d) -> str:
 
 
 class _BodyRewriter(ast.NodeTransformer):
-    def __init__(self, outputs, kdef: KernelDef):
+    def __init__(self, outputs, kdef: KernelDef, grouped: bool = False):
         self.outputs = outputs
+        self.grouped = grouped
         self.locals = _assigned_names(kdef.node) | {p.name for p in kdef.params}
         self.in_unsafe = 0
 
     def _own_index(self, out) -> str:
+        if self.grouped:
+            return f"({GROUPED[0]}, {GROUPED[1]})"
         return "(" + "".join(f"{CT}.bid({i}), " for i in range(len(out.shape))) + ")"
 
     def _tile_shape(self, out) -> str:
@@ -206,19 +245,22 @@ class _BodyRewriter(ast.NodeTransformer):
                 and args[1].id in self.outputs:
             out = self.outputs[args[1].id]
             new = self._replace(node, f"{CT}.load(X, index={self._own_index(out)}, "
-                                f"shape={self._tile_shape(out)}, padding_mode={_ZERO_PAD})",
-                                X=args[0])
-            new.keywords.extend(kws)
+                                f"shape={self._tile_shape(out)})", X=args[0])
+            new.keywords.extend(_padding_keywords(kws))
             return new
         if name == "load_tile":
             call = ast.Call(_ct("load"), args[:1], [])
             names = ["index", "shape"]
             for a, kwname in zip(args[1:], names):
                 call.keywords.append(ast.keyword(kwname, a))
-            call.keywords.extend(kws)
-            if not any(k.arg == "padding_mode" for k in call.keywords):
-                call.keywords.append(ast.keyword("padding_mode", _expr(_ZERO_PAD)))
+            call.keywords.extend(_padding_keywords(kws))
             return _located(call, node)
+        if name == "tile_id" and self.grouped and len(args) == 1 and not kws \
+                and isinstance(args[0], ast.Constant) and args[0].value in (0, 1):
+            return _located(ast.Name(GROUPED[args[0].value], ast.Load()), node)
+        if name == "num_tiles" and self.grouped and len(args) == 1 and not kws \
+                and isinstance(args[0], ast.Constant) and args[0].value in (0, 1):
+            return _located(ast.Name(GROUPED[2 + args[0].value], ast.Load()), node)
         if name == "tile_id":
             return _located(ast.Call(_ct("bid"), args, kws), node)
         if name == "num_tiles":
@@ -227,6 +269,30 @@ class _BodyRewriter(ast.NodeTransformer):
         if name in OPS or (self.in_unsafe and name in RAW_MEMORY):
             return _located(ast.Call(_ct(name), args, kws), node)
         return node
+
+
+PADDINGS = {"zero": "ZERO", "neg_inf": "NEG_INF", "pos_inf": "POS_INF", "nan": "NAN"}
+
+
+def _padding_keywords(kws: list[ast.keyword]) -> list[ast.keyword]:
+    """``padding="neg_inf"`` (the language's spelling) -> ``padding_mode=ct.PaddingMode.NEG_INF``;
+    loads pad with zeros unless told otherwise."""
+    out = [k for k in kws if k.arg not in ("padding", "padding_mode")]
+    chosen = next((k for k in kws if k.arg in ("padding", "padding_mode")), None)
+    mode = _expr(_ZERO_PAD)
+    if chosen is not None:
+        value = chosen.value
+        if isinstance(value, ast.Constant) and isinstance(value.value, str) \
+                and value.value in PADDINGS:
+            mode = _expr(f"{CT}.PaddingMode.{PADDINGS[value.value]}")
+        else:
+            mode = value
+        ast.copy_location(mode, chosen.value)
+        for n in ast.walk(mode):
+            if not hasattr(n, "lineno"):
+                ast.copy_location(n, chosen.value)
+    out.append(ast.keyword("padding_mode", mode))
+    return out
 
 
 def _located(new: ast.AST, old: ast.AST) -> ast.AST:

@@ -1,0 +1,36 @@
+"""How library kernels are written: tile-language source templates, one per kernel family,
+instantiated per dtype (``{dt}``) and compiled like any user kernel, with positions in this
+package's own files so that diagnostics and Tile IR locations point at the library source."""
+from __future__ import annotations
+
+import functools
+import inspect
+
+from cutile_lab.kernel import Kernel, kernels_from_source
+
+
+class KernelTemplate:
+    """A kernel's source with ``{dt}`` (and other) placeholders, as written in a library file."""
+
+    def __init__(self, text: str, filename: str, line_offset: int):
+        self.text = text
+        self.filename = filename
+        self.line_offset = line_offset
+
+    @functools.lru_cache(maxsize=None)
+    def kernel(self, **subs: str) -> Kernel:
+        text = self.text.format(**subs)
+        [kernel] = kernels_from_source(text, self.filename, line_offset=self.line_offset,
+                                       globals_={}).values()
+        return kernel
+
+
+def template(text: str) -> KernelTemplate:
+    """Record ``text`` with the file and line it was written at."""
+    caller = inspect.stack()[1]
+    filename = caller.filename
+    with open(filename, encoding="utf-8") as f:
+        source = f.read()
+    start = source.find(text)
+    line_offset = source.count("\n", 0, start) if start >= 0 else 0
+    return KernelTemplate(text, filename, line_offset)
