@@ -34,7 +34,7 @@ class Kernel:
     def check(self) -> list[Diagnostic]:
         """Kernel-level ownership diagnostics (no GPU, no specialisation needed)."""
         from cutile_lab.checking import check_kernel
-        return check_kernel(self.definition)
+        return check_kernel(self.definition, self.globals)
 
     def lowered_source(self) -> str:
         from cutile_lab.compiling.lowering import lower

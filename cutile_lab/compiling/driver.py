@@ -55,7 +55,7 @@ def compile_kernel(kdef: KernelDef, arch: str = "sm_90", *, consts: Mapping[str,
     t_start = time.perf_counter()
     timings: dict = {}
     arch = normalize_arch(arch)
-    diagnostics = check_kernel(kdef)
+    diagnostics = check_kernel(kdef, globals_)
     timings["check"] = time.perf_counter() - t_start
     if any(d.is_error for d in diagnostics):
         raise KernelDiagnosticsError(diagnostics, _source_lookup(kdef))

@@ -1,0 +1,99 @@
+"""The registry of diagnostic codes: one stable code per kind of problem, with its usual severity
+and a one-line title.
+
+``TL0xx`` codes come from the kernel's source (the frontend's signature checks and the kernel-level
+rules, run when a kernel is defined); ``TL1xx`` codes come from a launch (the launch-level rules,
+run on the host before work is queued). A code, once published, keeps its meaning; retired codes
+are not reused. Every code has an entry in ``docs/diagnostics.md`` (a test checks this).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Severity = Literal["error", "warning", "note"]
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str
+    severity: Severity
+    title: str
+    level: Literal["kernel", "launch"]
+
+
+_TABLE: list[tuple[str, Severity, str]] = [
+    ("TL000", "error", "the source is not valid Python, or holds no kernel"),
+    # frontend: the kernel's signature
+    ("TL001", "error", "a parameter's type is missing or is not a tile-language type"),
+    ("TL002", "error", "the parameter list uses *args, **kwargs or keyword-only parameters"),
+    ("TL003", "error", "a name is both a parameter and a shape (const generic) name"),
+    # memory access and ownership
+    ("TL010", "error", "store into a shared (read-only) input"),
+    ("TL011", "error", "raw memory operation outside `with unsafe():`"),
+    ("TL012", "warning", "`with unsafe():` block that contains nothing unsafe"),
+    ("TL013", "error", "a `Mut` output is never stored"),
+    ("TL014", "warning", "a `Mut` output is stored more than once"),
+    ("TL015", "warning", "a `Mut` output is not stored on every path"),
+    ("TL016", "error", "the stored tile's shape differs from the output's tile shape"),
+    ("TL017", "error", "the stored tile's dtype cannot be converted to the output's dtype"),
+    ("TL018", "warning", "the stored tile is implicitly converted to the output's dtype"),
+    ("TL019", "warning", "unsafe code writes into a shared (read-only) input"),
+    ("TL020", "error", "`load_tile_like(x, z)`: `z` is not one of the kernel's `Mut` outputs"),
+    ("TL021", "error", "a load reads from something that is not a tensor parameter"),
+    ("TL022", "error", "`load_tile_like(x, z)`: `x` and `z` have different ranks"),
+    ("TL023", "error", "`load_tile`: the index or shape has the wrong number of entries"),
+    ("TL024", "error", "`load_tile` reads from an output that other tiles are writing"),
+    ("TL025", "error", "no such method or attribute"),
+    ("TL026", "error", "a parameter is reassigned"),
+    ("TL027", "error", "`max(a, b)` / `min(a, b)` of two values: these names reduce one tile"),
+    ("TL028", "error", "a load's `padding=` is not one of the padding modes"),
+    # the Python subset
+    ("TL030", "error", "unknown name, or a name that cannot be used in a kernel"),
+    ("TL031", "error", "Python construct not supported in a kernel"),
+    ("TL032", "error", "a kernel calls itself"),
+    ("TL033", "warning", "`print` or f-string of a GPU value (slow; for debugging only)"),
+    ("TL034", "error", "`cl.` prefix inside a kernel body"),
+    # the grid
+    ("TL040", "error", "a `Mut` output's tile has more than 3 dimensions"),
+    ("TL041", "error", "`Mut` outputs with tiles of different ranks"),
+    ("TL042", "warning", "a kernel with no `Mut` output"),
+    # plain cuTile Python kernels
+    ("TL060", "warning", "possible data race: a store that is not indexed by the block's own id"),
+    ("TL061", "note", "atomic updates: race-free, in no fixed order"),
+    ("TL062", "note", "an array is both read and written"),
+    # internal
+    ("TL099", "note", "a checker rule failed internally (a bug in cutile_lab)"),
+    # launch level: aliasing
+    ("TL100", "error", "the same memory is passed as a mutable output and a shared input"),
+    ("TL101", "error", "the same memory is passed as two mutable outputs"),
+    # launch level: ownership over time
+    ("TL102", "error", "use of a tensor after it was moved into a partition"),
+    ("TL103", "error", "host access to a tensor that in-flight GPU work is writing"),
+    ("TL104", "error", "launch using a tensor that in-flight GPU work is writing"),
+    ("TL105", "error", "write to a tensor that in-flight GPU work is reading"),
+    # launch level: arguments against the signature
+    ("TL110", "error", "an argument's shape or partition tile shape does not match the signature"),
+    ("TL111", "error", "a const generic is bound to two different values"),
+    ("TL112", "error", "an argument's dtype does not match the signature"),
+    ("TL113", "error", "an argument's rank does not match the signature"),
+    ("TL114", "note", "ragged partition: boundary tiles are masked"),
+    ("TL115", "error", "a `Mut` parameter is given a tensor that is not partitioned"),
+    ("TL116", "error", "a shared parameter is given a partition"),
+    ("TL117", "error", "a parameter is missing, or an argument matches no parameter"),
+    ("TL118", "error", "a tensor is passed for a scalar parameter, or a scalar for a tensor"),
+    ("TL119", "error", "the `Mut` outputs' partitions have different numbers of tiles"),
+]
+
+CODES: dict[str, Code] = {
+    c: Code(c, sev, title, "launch" if c.startswith("TL1") else "kernel")
+    for c, sev, title in _TABLE
+}
+
+
+def severity_of(code: str) -> Severity:
+    return CODES[code].severity
+
+
+def title_of(code: str) -> str:
+    return CODES[code].title

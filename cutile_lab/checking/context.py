@@ -1,0 +1,340 @@
+"""What every kernel-level rule needs to know about one kernel, computed once: its parameters by
+role, the names its body assigns, which nodes sit inside ``with unsafe():``, the module-level
+names it may read, and (lazily) the tile types of its expressions.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import difflib
+import linecache
+from typing import Iterable, Iterator, Mapping
+
+from cutile_lab.checking.codes import CODES
+from cutile_lab.errors import Diagnostic, Label, Span
+from cutile_lab.language import surface
+from cutile_lab.language.frontend import KernelDef, Param
+from cutile_lab.language.types import format_shape
+
+# What ``cuda.tile`` exports (cuda-tile 1.x), so that ``ct.<name>`` can be checked without
+# importing cuTile; a name missing here is looked up in the real module before it is reported.
+CT_NAMES = frozenset("""
+Array ArrayAnnotation ByTarget Constant ConstantAnnotation DType IndexedWithInt64 ListAnnotation
+MemoryOrder MemoryScope PaddingMode RoundingMode Scalar ScalarInt64 Slice StaticException Tile
+TiledView abs add arange argmax argmin assert_ assume_divisible_by astile astype atan2 atomic_add
+atomic_and atomic_cas atomic_max atomic_min atomic_or atomic_xchg atomic_xor bfloat16 bid bitcast
+bitwise_and bitwise_lshift bitwise_not bitwise_or bitwise_rshift bitwise_xor bool_ broadcast_to cat
+cdiv ceil compilation cos cosh cumprod cumsum divmod ensure_constant equal exp exp2 expand_dims
+extract float16 float32 float4_e2m1fn float64 float8_e4m3fn float8_e5m2 float8_e5m3fnu
+float8_e8m0fnu floor floordiv full function gather greater greater_equal insert int16 int32 int64
+int8 isnan kernel launch less less_equal load load_advanced_indexing log log2 matmul max maximum
+min minimum mma mma_scaled mod mul negative not_equal num_blocks num_tiles ones pack_to_bytes
+permute pow print printf prod reduce reshape rsqrt scan scatter sin sinh sqrt static_assert
+static_eval static_exception static_iter store store_advanced_indexing sub sum tan tanh tfloat32
+transpose truediv tune uint16 uint32 uint64 uint8 unpack_from_bytes where zeros
+""".split())
+
+# Raw memory operations: they read or write at indices the checker cannot verify.
+RAW_WRITES = frozenset({"store", "scatter", "store_advanced_indexing"} |
+                       {n for n in surface.RAW_MEMORY if n.startswith("atomic_")})
+RAW_READS = frozenset({"load", "gather", "load_advanced_indexing"})
+RAW_INDEX = frozenset({"bid", "num_blocks"})
+TILE_METHODS = frozenset({"astype", "reshape", "permute", "transpose", "item", "extract",
+                          "insert", "bitcast", "expand_dims", "broadcast_to"})
+TILE_ATTRS = frozenset({"shape", "dtype", "ndim"})
+PY_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+def ct_has(name: str) -> bool:
+    if name in CT_NAMES:
+        return True
+    try:   # a newer cuda-tile may have more; only looked up for names that look wrong
+        import cuda.tile as ct
+    except Exception:
+        return True            # cannot tell: do not report
+    return hasattr(ct, name)
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
+    pool = sorted({c for c in candidates if c and c != name and not c.startswith("_")})
+    close = difflib.get_close_matches(name, pool, n=1, cutoff=0.72)
+    if not close:
+        lower = {c.lower(): c for c in pool}
+        close = difflib.get_close_matches(name.lower(), list(lower), n=1, cutoff=0.72)
+        close = [lower[c] for c in close]
+    return close[0] if close else None
+
+
+def short(node: ast.AST, limit: int = 40) -> str:
+    try:
+        text = ast.unparse(node)
+    except Exception:
+        return "..."
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def module_imports(tree: ast.Module) -> dict[str, str]:
+    """Top-level ``import numpy as np`` / ``import math``: alias -> module name."""
+    out: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    out[a.asname] = a.name
+                else:
+                    out[a.name.split(".")[0]] = a.name.split(".")[0]
+    return out
+
+
+def module_level_names(tree: ast.Module) -> tuple[set[str], bool]:
+    """Names a module defines at top level, and whether it has a ``from x import *``."""
+    names: set[str] = set()
+    wildcard = False
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for a in node.names:
+                if a.name == "*":
+                    mod = getattr(node, "module", "") or ""
+                    if not mod.startswith("cutile_lab") and not mod.startswith("cuda.tile"):
+                        wildcard = True
+                    continue
+                names.add(a.asname or a.name.split(".")[0])
+        else:
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                    names.add(sub.id)
+    return names, wildcard
+
+
+def _module_names_of_file(filename: str) -> tuple[set[str], bool] | None:
+    lines = linecache.getlines(filename)
+    if not lines:
+        return None
+    try:
+        tree = ast.parse("".join(lines))
+    except (SyntaxError, ValueError):
+        return None
+    return module_level_names(tree)
+
+
+class KernelContext:
+    """One kernel, prepared for the rules."""
+
+    def __init__(self, kdef: KernelDef, globals_: Mapping | None = None):
+        self.kdef = kdef
+        self.source = kdef.source
+        self.fn: ast.FunctionDef = kdef.node
+        self.params: dict[str, Param] = {p.name: p for p in kdef.params}
+        self.outputs: dict[str, Param] = {p.name: p for p in kdef.params if p.role == "mut"}
+        self.shared: dict[str, Param] = {p.name: p for p in kdef.params if p.role == "shared"}
+        self.const_generics = set(kdef.const_generics)
+        self.body_nodes: list[ast.AST] = [n for s in self.fn.body for n in ast.walk(s)]
+        self.locals: set[str] = set()
+        for n in self.body_nodes:
+            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                self.locals.add(n.id)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.locals.add(n.name)
+            elif isinstance(n, ast.arg):
+                self.locals.add(n.arg)
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                for a in n.names:
+                    self.locals.add(a.asname or a.name.split(".")[0])
+            elif isinstance(n, ast.ExceptHandler) and n.name:
+                self.locals.add(n.name)
+        self.parents: dict[int, ast.AST] = {}
+        for n in [self.fn] + self.body_nodes:
+            for c in ast.iter_child_nodes(n):
+                self.parents[id(c)] = n
+        self.unsafe_blocks: list[ast.With] = [
+            n for n in self.body_nodes if isinstance(n, ast.With) and is_unsafe_with(n)]
+        self.unsafe_of: dict[int, ast.With] = {}
+        for w in self.unsafe_blocks:
+            for s in w.body:
+                for n in ast.walk(s):
+                    self.unsafe_of.setdefault(id(n), w)
+        # parameters whose annotation the frontend rejected (TL001): rules leave them alone
+        self.broken: set[str] = {p.name for p in kdef.params
+                                 if p.role != "const" and p.dtype is None}
+        # nodes inside constructs TL031 reports as a whole (nested defs, lambdas, `except`
+        # clauses, imports): other rules do not look inside them
+        self.unsupported_inner: set[int] = set()
+        for n in self.body_nodes:
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda,
+                              ast.Import, ast.ImportFrom)):
+                self.unsupported_inner.update(id(m) for m in ast.walk(n) if m is not n)
+            elif isinstance(n, ast.ExceptHandler) and n.type is not None:
+                self.unsupported_inner.update(id(m) for m in ast.walk(n.type))
+        self.globals = globals_
+        self._module: tuple[set[str], bool] | None = None
+        self._types = None
+
+    # names
+
+    @property
+    def module_names(self) -> set[str]:
+        return self._module_info()[0]
+
+    @property
+    def module_wildcard(self) -> bool:
+        return self._module_info()[1]
+
+    def _module_info(self) -> tuple[set[str], bool]:
+        if self._module is None:
+            names: set[str] = set()
+            wildcard = False
+            if self.globals is not None:
+                names |= set(self.globals)
+            try:
+                tree = ast.parse(self.source.text)
+                n, w = module_level_names(tree)
+                names |= n
+                wildcard |= w
+            except (SyntaxError, ValueError):
+                pass
+            if self.source.line_offset or self.globals is None:
+                info = _module_names_of_file(self.source.filename)
+                if info is not None:
+                    names |= info[0]
+                    wildcard |= info[1]
+            self._module = (names, wildcard)
+        return self._module
+
+    @property
+    def modules(self) -> dict[str, str]:
+        """Module-level names bound to Python modules: name -> module name."""
+        if getattr(self, "_modules", None) is None:
+            mods: dict[str, str] = {}
+            try:
+                mods.update(module_imports(ast.parse(self.source.text)))
+            except (SyntaxError, ValueError):
+                pass
+            if self.source.line_offset:
+                lines = linecache.getlines(self.source.filename)
+                try:
+                    mods.update(module_imports(ast.parse("".join(lines))))
+                except (SyntaxError, ValueError):
+                    pass
+            import types
+            for k, v in (self.globals or {}).items():
+                if isinstance(v, types.ModuleType):
+                    mods[k] = v.__name__
+            self._modules = mods
+        return self._modules
+
+    def is_local(self, name: str) -> bool:
+        return name in self.locals
+
+    def language_name(self, name: str) -> bool:
+        """A name the language gives meaning to, not shadowed by a local or a parameter."""
+        return name not in self.locals and name not in self.params
+
+    @property
+    def types(self):
+        if self._types is None:
+            from cutile_lab.checking.tiletypes import TileTypes
+            consts = {k: v for k, v in (self.globals or {}).items()
+                      if isinstance(v, (int, float, bool))}
+            self._types = TileTypes(self.kdef, self.locals, consts)
+        return self._types
+
+    def in_unsafe(self, node: ast.AST) -> bool:
+        return id(node) in self.unsafe_of
+
+    def enclosing_loop(self, node: ast.AST) -> ast.AST | None:
+        cur = self.parents.get(id(node))
+        while cur is not None and cur is not self.fn:
+            if isinstance(cur, (ast.For, ast.AsyncFor, ast.While)):
+                return cur
+            cur = self.parents.get(id(cur))
+        return None
+
+    # calls
+
+    def calls(self) -> Iterator[ast.Call]:
+        for n in self.body_nodes:
+            if isinstance(n, ast.Call):
+                yield n
+
+    def callee(self, call: ast.Call) -> tuple[str, str, ast.AST | None]:
+        """('fn', name, None) for a language function (bare, not shadowed), ('ct', name, None)
+        for ``ct.name(...)``, ('method', name, obj) for ``obj.name(...)``, ('other', '', None)."""
+        f = call.func
+        if isinstance(f, ast.Name):
+            if self.language_name(f.id):
+                return "fn", f.id, None
+            return "other", f.id, None
+        if isinstance(f, ast.Attribute):
+            if isinstance(f.value, ast.Name) and f.value.id == "ct" and self.language_name("ct"):
+                return "ct", f.attr, None
+            return "method", f.attr, f.value
+        return "other", "", None
+
+    def raw_op(self, call: ast.Call) -> str | None:
+        """The raw memory (or raw index) operation a call performs, if any."""
+        kind, name, _ = self.callee(call)
+        if kind == "fn" and name in surface.RAW_MEMORY:
+            return name
+        if kind == "ct" and (name in surface.RAW_MEMORY or name in RAW_WRITES | RAW_READS):
+            return name
+        return None
+
+    def param_named(self, node: ast.AST | None, roles=("mut", "shared")) -> Param | None:
+        if isinstance(node, ast.Name) and node.id in self.params:
+            p = self.params[node.id]
+            if p.role in roles:
+                return p
+        return None
+
+    # diagnostics
+
+    def span(self, node: ast.AST) -> Span:
+        return self.source.span(node)
+
+    def diag(self, code: str, message: str, where, *, labels: Iterable[Label] = (),
+             help: str | None = None, notes: Iterable[str] = (),
+             severity: str | None = None) -> Diagnostic:
+        span = where if isinstance(where, Span) or where is None else self.span(where)
+        return Diagnostic(code, severity or CODES[code].severity, message, span,
+                          tuple(labels), help, tuple(notes))
+
+    def label(self, where, message: str) -> Label:
+        span = where if isinstance(where, Span) else self.span(where)
+        return Label(span, message)
+
+    def declared(self, p: Param, what: str | None = None) -> Label:
+        """A label on a parameter's declaration."""
+        if what is None:
+            if p.role == "mut":
+                what = f"`{p.name}` is declared here: your own output tile, " \
+                       f"shape {tile_shape_text(p)}"
+            elif p.role == "shared":
+                what = f"`{p.name}` is declared here as a shared input (read-only)"
+            else:
+                what = f"`{p.name}` is declared here"
+        return Label(p.span, what)
+
+
+def is_unsafe_with(node: ast.With) -> bool:
+    if len(node.items) != 1:
+        return False
+    expr = node.items[0].context_expr
+    target = expr.func if isinstance(expr, ast.Call) else expr
+    return (isinstance(target, ast.Name) and target.id == "unsafe") or \
+        (isinstance(target, ast.Attribute) and target.attr == "unsafe")
+
+
+def tile_shape_text(p: Param) -> str:
+    dims = p.shape
+    inner = ", ".join("?" if d is None else str(d) for d in dims)
+    return f"({inner},)" if len(dims) == 1 else f"({inner})"
+
+
+def annotation_text(p: Param) -> str:
+    dt = p.dtype.name if p.dtype is not None else "f32"
+    shape = format_shape(p.shape)
+    if p.role == "mut":
+        return f'Mut[Tensor[{dt}, "{shape}"]]'
+    return f'Tensor[{dt}, "{shape}"]'
