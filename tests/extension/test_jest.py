@@ -2,6 +2,7 @@
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,10 +12,10 @@ EXTENSION = Path(__file__).resolve().parents[2] / "extension"
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
 def test_jest_unit_tests_pass():
-    jlpm = shutil.which("jlpm")
-    if jlpm is None:
-        pytest.skip("jlpm (comes with jupyterlab) is not on PATH")
-    env = dict(os.environ, CI="true")
+    bin_dir = Path(sys.executable).parent      # the venv's jlpm, even when not on PATH
+    if shutil.which("jlpm", path=str(bin_dir)) is None and shutil.which("jlpm") is None:
+        pytest.skip("jlpm (comes with jupyterlab) is not installed")
+    env = dict(os.environ, CI="true", PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     if not (EXTENSION / "node_modules").is_dir():
         install = subprocess.run(["bash", "scripts/jlpm.sh", "install"], cwd=EXTENSION,
                                  env=env, capture_output=True, text=True, timeout=600)
