@@ -26,3 +26,22 @@ def load_ipython_extension(ipython):
     """``%load_ext cutile_lab``"""
     from cutile_lab.notebook.magics import load_ipython_extension as load
     load(ipython)
+
+# The host runtime, loaded on first use (cl.zeros, cl.launch, cl.set_backend, ...). Its tensor
+# class is cutile_lab.runtime.Tensor: cl.Tensor is the signature annotation.
+_RUNTIME_NAMES = frozenset({
+    "set_backend", "backend", "zeros", "ones", "full", "arange", "rand", "randn", "from_numpy",
+    "asarray", "empty", "launch", "graph", "stream", "synchronize", "zip", "value", "DeviceOp",
+    "Pending", "Partition", "Graph", "device_info", "describe_device", "gpu_available",
+    "OwnershipError"})
+
+
+def __getattr__(name):
+    if name in _RUNTIME_NAMES:
+        import cutile_lab.runtime as _runtime
+        return getattr(_runtime, name)
+    raise AttributeError(f"module 'cutile_lab' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | _RUNTIME_NAMES)

@@ -1,0 +1,10 @@
+"""A plain cuTile kernel for the raw ``cuda.tile.launch`` comparison (the same body the tile
+language's ``add`` lowers to)."""
+import cuda.tile as ct
+
+
+@ct.kernel
+def ct_add(z, x, y, B: ct.Constant[int]):
+    tx = ct.load(x, index=(ct.bid(0),), shape=(B,), padding_mode=ct.PaddingMode.ZERO)
+    ty = ct.load(y, index=(ct.bid(0),), shape=(B,), padding_mode=ct.PaddingMode.ZERO)
+    ct.store(z, index=(ct.bid(0),), tile=tx + ty)

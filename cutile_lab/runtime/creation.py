@@ -1,0 +1,340 @@
+"""Creating tensors: ``zeros/ones/full/arange/rand/randn/from_numpy`` (lazy DeviceOps) and
+``asarray`` / ``empty`` (immediate).
+
+Owns the creation ops and the zero-copy wrapping of other libraries' arrays (``asarray``: any
+object with ``__cuda_array_interface__`` or ``__dlpack__`` — PyTorch, CuPy, JAX — and, on the
+simulator, NumPy arrays). On the gpu backend fills are ``cuMemset*`` on the op's stream and host
+data (``from_numpy``, ``arange``, ``rand``, ``randn``) is generated with NumPy and copied up.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from cutile_lab.errors import LaunchError
+from cutile_lab.language.dtypes import DType
+from cutile_lab.runtime import ownership
+from cutile_lab.runtime.backend import backend as current_backend
+from cutile_lab.runtime.callsite import user_call_site
+from cutile_lab.runtime.dtypes import as_dtype, numpy_dtype
+from cutile_lab.runtime.memory import DeviceStorage, HostStorage, allocate, copy, fill
+from cutile_lab.runtime.ops import DeviceOp, ExecContext
+from cutile_lab.runtime.tensor import Tensor, c_strides, normalize_shape
+
+
+def _bit_pattern(value, dtype: DType) -> int:
+    arr = np.asarray(value, dtype=numpy_dtype(dtype)) if dtype.name not in ("bf16",) else None
+    if dtype.name == "bf16":
+        from cutile_lab.runtime.dtypes import scalar_value
+        return int(scalar_value(value, dtype))
+    return int(arr.reshape(1).view({1: np.uint8, 2: np.uint16, 4: np.uint32,
+                                    8: np.uint64}[dtype.itemsize])[0])
+
+
+class CreateOp(DeviceOp):
+    """A new tensor: filled with a constant, or with host-generated data copied up."""
+
+    def __init__(self, kind: str, shape, dtype, *, fill_value=None, host=None, seed=None,
+                 arange_args=None):
+        super().__init__(current_backend())
+        self.kind = kind
+        self.shape = normalize_shape(shape)
+        self.dtype = as_dtype(dtype)
+        self.fill_value = fill_value
+        self.host = host                 # from_numpy: the NumPy array
+        self.seed = seed
+        self.arange_args = arange_args
+        self.label = f"cl.{kind}"
+
+    def _host_data(self) -> np.ndarray:
+        np_dt = numpy_dtype(self.dtype)
+        if self.kind == "from_numpy":
+            return np.ascontiguousarray(self.host, dtype=np_dt)
+        if self.kind == "arange":
+            start, stop, step = self.arange_args
+            return np.arange(start, stop, step).astype(np_dt)
+        if self.kind in ("rand", "randn"):
+            rng = np.random.default_rng(self.seed)
+            work = np.float32 if self.dtype.itemsize <= 4 else np.float64
+            if self.kind == "rand":
+                data = rng.random(self.shape, dtype=work)
+            else:
+                data = rng.standard_normal(self.shape, dtype=work)
+            return data.astype(np_dt, copy=False)
+        if self.kind == "full":
+            return np.full(self.shape, self.fill_value, dtype=np_dt)
+        raise AssertionError(self.kind)
+
+    def _enqueue(self, ctx: ExecContext) -> Tensor:
+        where = self.where
+        if ctx.backend == "sim":
+            if self.kind == "zeros":
+                data = np.zeros(self.shape, dtype=numpy_dtype(self.dtype))
+            elif self.kind == "ones":
+                data = np.ones(self.shape, dtype=numpy_dtype(self.dtype))
+            else:
+                data = np.array(self._host_data(), copy=True).reshape(self.shape)
+            flat = data.reshape(-1)
+            t = Tensor(HostStorage(flat.ctypes.data, flat.nbytes, flat), self.dtype, self.shape,
+                       origin=where)
+            ownership.add_borrow(ctx.flight, t, True, self.label)
+            return t
+        g = ctx.gpu
+        n = math.prod(self.shape)
+        nbytes = n * self.dtype.itemsize
+        capture = ctx.capture
+        alloc_stream = ctx.stream if capture is None else capture.alloc_stream
+        storage = allocate(nbytes, alloc_stream, g.device)
+        if capture is not None:
+            capture.prepared_allocation(storage)
+        t = Tensor(storage, self.dtype, self.shape, origin=where)
+        ownership.add_borrow(ctx.flight, t, True, self.label)
+        pattern = None
+        if self.kind == "zeros":
+            pattern = 0
+        elif self.kind in ("ones", "full"):
+            v = 1 if self.kind == "ones" else self.fill_value
+            pattern = _bit_pattern(v, self.dtype)
+        if pattern is not None and (self.dtype.itemsize in (1, 2, 4) or pattern == 0
+                                    or (pattern & 0xFFFFFFFF) == (pattern >> 32)
+                                    or capture is not None):
+            fill(storage.ptr, pattern, self.dtype.itemsize, n, ctx.stream)
+            return t
+        if capture is not None:     # 8-byte patterns are filled above while capturing
+            raise LaunchError(f"`{self.label}` copies host data and cannot be captured into a "
+                              "CUDA graph", help="create inputs before capturing; inside a "
+                                                 "graph, create with cl.zeros/ones/full")
+        data = self._host_data()
+        ctx.flight.keep.append(data)
+        copy(storage.ptr, data.ctypes.data, nbytes, ctx.stream)
+        return t
+
+
+def zeros(shape, dtype=None) -> DeviceOp:
+    """A lazy tensor of zeros (``.sync()`` to get it)."""
+    return CreateOp("zeros", shape, dtype)
+
+
+def ones(shape, dtype=None) -> DeviceOp:
+    return CreateOp("ones", shape, dtype)
+
+
+def full(shape, fill_value, dtype=None) -> DeviceOp:
+    return CreateOp("full", shape, dtype, fill_value=fill_value)
+
+
+def arange(start, stop=None, step=1, dtype=None) -> DeviceOp:
+    """``arange(n)`` or ``arange(start, stop, step)``; dtype defaults to i32 for ints."""
+    if stop is None:
+        start, stop = 0, start
+    n = len(range(0, math.ceil((stop - start) / step))) if step else 0
+    if dtype is None:
+        dtype = "i32" if all(isinstance(v, (int, np.integer)) for v in (start, stop, step)) \
+            else "f32"
+    return CreateOp("arange", (max(n, 0),), dtype, arange_args=(start, stop, step))
+
+
+def rand(shape, dtype=None, *, seed=None) -> DeviceOp:
+    """Uniform [0, 1) random numbers (fresh each call unless ``seed`` is given)."""
+    return CreateOp("rand", shape, dtype, seed=seed)
+
+
+def randn(shape, dtype=None, *, seed=None) -> DeviceOp:
+    """Standard normal random numbers (fresh each call unless ``seed`` is given)."""
+    return CreateOp("randn", shape, dtype, seed=seed)
+
+
+def from_numpy(array, dtype=None) -> DeviceOp:
+    """A lazy copy of a NumPy array into a new tensor (dtype: the array's unless given)."""
+    array = np.asarray(array)
+    dt = as_dtype(dtype if dtype is not None else array.dtype)
+    return CreateOp("from_numpy", array.shape, dt, host=array)
+
+
+def empty(shape, dtype=None) -> Tensor:
+    """An uninitialised tensor, allocated now (on the runtime's default stream)."""
+    shape = normalize_shape(shape)
+    dt = as_dtype(dtype)
+    if current_backend() == "sim":
+        flat = np.empty(math.prod(shape), dtype=numpy_dtype(dt))
+        return Tensor(HostStorage(flat.ctypes.data, flat.nbytes, flat), dt, shape,
+                      origin=user_call_site())
+    from cutile_lab.runtime.device import gpu
+    g = gpu()
+    storage = allocate(math.prod(shape) * dt.itemsize, g.default_stream, g.device)
+    g.default_stream.sync()
+    return Tensor(storage, dt, shape, origin=user_call_site())
+
+
+# --- wrapping other libraries' arrays ----------------------------------------------------------
+
+def _is_torch(obj) -> bool:
+    t = type(obj)
+    return t.__module__.startswith("torch") and hasattr(obj, "data_ptr") and \
+        hasattr(obj, "is_cuda")
+
+
+def _span_bytes(shape, strides, itemsize) -> int:
+    if math.prod(shape) == 0:
+        return 0
+    return (sum((n - 1) * s for n, s in zip(shape, strides)) + 1) * itemsize
+
+
+def _record_ready_on(stream_handle: int):
+    """An event recorded now on a foreign producer stream (for ``DeviceStorage.ready``)."""
+    from cuda.bindings import driver
+    err, ev = driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
+    if int(err) != 0:
+        return None
+    driver.cuEventRecord(ev, stream_handle)
+    return _OwnedEvent(ev)
+
+
+class _OwnedEvent:
+    """A driver event destroyed when collected; usable where a CUevent is expected."""
+
+    __slots__ = ("ev",)
+
+    def __init__(self, ev):
+        self.ev = ev
+
+    def __int__(self):
+        return int(self.ev)
+
+    def __del__(self):
+        try:
+            from cuda.bindings import driver
+            driver.cuEventDestroy(self.ev)
+        except Exception:
+            pass
+
+
+def _check_strides(strides, what):
+    if any(s < 0 for s in strides):
+        raise LaunchError(f"{what} has negative strides, which kernel arguments cannot have",
+                          help="make a contiguous copy first")
+
+
+def _wrap_torch(obj, dtype) -> Tensor:
+    dt = as_dtype(obj.dtype)
+    shape = tuple(obj.shape)
+    strides = tuple(obj.stride())
+    _check_strides(strides, "the torch tensor")
+    if obj.is_cuda:
+        import torch
+        nbytes = _span_bytes(shape, strides, dt.itemsize)
+        stream = torch.cuda.current_stream(obj.device)
+        ready = _record_ready_on(int(stream.cuda_stream))
+        st = DeviceStorage(obj.data_ptr(), nbytes, obj, obj.device.index or 0, ready, True)
+        return Tensor(st, dt, shape, strides, origin=user_call_site())
+    return _wrap_host(obj.numpy() if dt.name != "bf16" else obj.view(__import__("torch").int16)
+                      .numpy().view(numpy_dtype(dt)), dt)
+
+
+def _wrap_cai(obj) -> Tensor:
+    cai = obj.__cuda_array_interface__
+    from cutile_lab.runtime.dtypes import from_typestr
+    dt = from_typestr(cai["typestr"], cai.get("descr"))
+    shape = tuple(cai["shape"])
+    if cai.get("mask") is not None:
+        raise LaunchError("masked __cuda_array_interface__ arrays are not supported")
+    if cai.get("strides") is None:
+        strides = c_strides(shape)
+    else:
+        strides = tuple(s // dt.itemsize for s in cai["strides"])
+    _check_strides(strides, "the array")
+    ptr = int(cai["data"][0])
+    stream = cai.get("stream")
+    ready = _record_ready_on(int(stream)) if stream not in (None, 0) else None
+    st = DeviceStorage(ptr, _span_bytes(shape, strides, dt.itemsize), obj, _device_of(ptr),
+                       ready, True)
+    return Tensor(st, dt, shape, strides, origin=user_call_site())
+
+
+def _device_of(ptr: int) -> int:
+    try:
+        from cuda.bindings import driver
+        err, ordinal = driver.cuPointerGetAttribute(
+            driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr)
+        return int(ordinal) if int(err) == 0 else 0
+    except Exception:
+        return 0
+
+
+def _wrap_dlpack(obj) -> Tensor:
+    from cutile_lab.runtime.dlpack import KDL_CPU, KDL_CUDA, KDL_CUDA_MANAGED, import_capsule
+    from cutile_lab.runtime.dtypes import from_dlpack
+    dev_type, dev_id = obj.__dlpack_device__()
+    if dev_type == KDL_CPU:
+        return _wrap_host(np.from_dlpack(obj), None)
+    if dev_type not in (KDL_CUDA, KDL_CUDA_MANAGED):
+        raise LaunchError(f"DLPack device type {dev_type} is not supported")
+    from cutile_lab.runtime.device import gpu
+    g = gpu()
+    consumer = int(g.default_stream.handle)
+    try:
+        capsule = obj.__dlpack__(stream=consumer, max_version=(1, 1))
+    except TypeError:
+        capsule = obj.__dlpack__(stream=consumer)
+    imp = import_capsule(capsule, obj)
+    dt = from_dlpack(imp.code, imp.bits, imp.lanes)
+    _check_strides(imp.strides, "the array")
+    # the producer ordered our default stream after its work: mark that point
+    ready = _record_ready_on(consumer)
+    st = DeviceStorage(imp.data_ptr, _span_bytes(imp.shape, imp.strides, dt.itemsize), imp,
+                       dev_id, ready, True)
+    return Tensor(st, dt, imp.shape, imp.strides, origin=user_call_site())
+
+
+def _wrap_host(array: np.ndarray, dtype) -> Tensor:
+    """A host array: zero-copy on the simulator, uploaded (synchronously) on the GPU."""
+    dt = as_dtype(dtype if dtype is not None else array.dtype)
+    if current_backend() == "sim":
+        np_dt = numpy_dtype(dt)
+        if array.dtype != np_dt or any(s < 0 for s in array.strides) \
+                or array.strides and any(s % array.itemsize for s in array.strides):
+            array = np.ascontiguousarray(array, dtype=np_dt)
+        # keep the caller's memory (zero-copy): a 1-D element view starting at its data
+        strides = tuple(s // array.itemsize for s in array.strides)
+        span = _span_bytes(array.shape, strides, array.itemsize)
+        flat = np.lib.stride_tricks.as_strided(array, (span // array.itemsize,),
+                                               (array.itemsize,))
+        st = HostStorage(array.ctypes.data, span, flat)
+        return Tensor(st, dt, array.shape, strides, origin=user_call_site())
+    return from_numpy(array, dt).sync()
+
+
+def asarray(obj, dtype=None) -> Tensor:
+    """A ``Tensor`` over ``obj``'s memory, without copying when it is on the tensor's backend.
+
+    Accepts our own tensors, torch/CuPy/JAX arrays (``__dlpack__`` or
+    ``__cuda_array_interface__``), NumPy arrays and nested lists (copied to the device on the
+    gpu backend; wrapped on the simulator).
+    """
+    if isinstance(obj, Tensor):
+        t = obj
+    elif isinstance(obj, DeviceOp):
+        t = obj.sync()
+    elif _is_torch(obj):
+        t = _wrap_torch(obj, dtype)
+    elif hasattr(obj, "__cuda_array_interface__") and not isinstance(obj, np.ndarray):
+        t = _wrap_cai(obj)
+    elif hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__") \
+            and not isinstance(obj, np.ndarray):
+        t = _wrap_dlpack(obj)
+    else:
+        arr = np.asarray(obj)
+        if dtype is None and arr.dtype == np.float64 and not isinstance(obj, np.ndarray):
+            dtype = "f32"       # Python floats become f32, as in the kernels
+        if dtype is None and arr.dtype == np.int64 and not isinstance(obj, np.ndarray):
+            dtype = "i32"
+        return _wrap_host(arr, dtype)
+    if dtype is not None and as_dtype(dtype) is not t.dtype:
+        raise LaunchError(f"asarray: the array is {t.dtype}, not {as_dtype(dtype)}",
+                          help="convert it in its own library first (zero-copy means no casts)")
+    return t
+
+
+__all__ = ["zeros", "ones", "full", "arange", "rand", "randn", "from_numpy", "empty", "asarray",
+           "CreateOp"]

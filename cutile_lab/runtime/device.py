@@ -1,0 +1,201 @@
+"""The GPU: lazy discovery, device facts, the current context and its streams.
+
+Owns: ``gpu_available()`` (never raises), ``require_gpu()`` (the clear "no GPU" error),
+``DeviceInfo`` (name, SM count, clocks, memory, compute capability and the ``sm_XX`` arch
+string), ``describe_device()`` and ``gpu()`` — the process-wide ``GpuContext`` holding the
+cuda.core ``Device``, the runtime's default stream and a small stream pool. Nothing here runs at
+import time; ``cuda.core`` is imported on first use.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from cutile_lab.errors import NoDeviceError
+
+_lock = threading.Lock()
+_probe: tuple[bool, str] | None = None   # (found, reason when not found)
+_context: "GpuContext | None" = None
+
+NO_GPU_HELP = ("the simulator backend runs the same kernels on the CPU: cl.set_backend('sim') "
+               "(or CUTILE_LAB_BACKEND=sim); importing and compiling need no GPU")
+
+
+def _probe_gpu() -> tuple[bool, str]:
+    global _probe
+    if _probe is not None:
+        return _probe
+    with _lock:
+        if _probe is not None:
+            return _probe
+        try:
+            from cuda.bindings import driver
+            (err,) = driver.cuInit(0)
+            if int(err) != 0:
+                _probe = (False, f"the CUDA driver reports {_err_name(err)}")
+            else:
+                err, count = driver.cuDeviceGetCount()
+                if int(err) != 0 or count < 1:
+                    _probe = (False, "the CUDA driver sees no device")
+                else:
+                    _probe = (True, "")
+        except ImportError:
+            _probe = (False, "cuda-python (cuda.core / cuda.bindings) is not installed")
+        except Exception as e:  # the driver library itself is missing, ...
+            text = str(e).splitlines()[0] if str(e) else type(e).__name__
+            _probe = (False, f"no NVIDIA driver ({text})")
+    return _probe
+
+
+def _err_name(err) -> str:
+    name = getattr(err, "name", None)
+    return name or str(err)
+
+
+def gpu_available() -> bool:
+    """True when a CUDA device can be used (cached; never raises)."""
+    return _probe_gpu()[0]
+
+
+def require_gpu(what: str = "this operation") -> None:
+    found, reason = _probe_gpu()
+    if not found:
+        raise NoDeviceError(f"no GPU found for {what}: {reason}", help=NO_GPU_HELP)
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    index: int
+    name: str
+    compute_capability: tuple[int, int]
+    sm_count: int
+    sm_clock_mhz: float
+    memory_clock_mhz: float
+    memory_bus_bits: int
+    total_memory: int
+    l2_cache_bytes: int
+    max_threads_per_block: int
+    driver_version: str = ""
+
+    @property
+    def arch(self) -> str:
+        major, minor = self.compute_capability
+        return f"sm_{major}{minor}"
+
+    @property
+    def theoretical_bandwidth(self) -> float:
+        """Bytes/s from the memory clock and bus width (double data rate)."""
+        return 2.0 * self.memory_clock_mhz * 1e6 * self.memory_bus_bits / 8
+
+    def __str__(self) -> str:
+        return (f"{self.name} ({self.arch}, {self.sm_count} SMs, {self.sm_clock_mhz:.0f} MHz, "
+                f"{self.total_memory / 2**30:.1f} GiB, {self.theoretical_bandwidth / 1e12:.2f} TB/s"
+                f" theoretical)")
+
+
+class GpuContext:
+    """The device in use, the runtime's default stream and a pool of streams for async work."""
+
+    POOL_SIZE = 4
+
+    def __init__(self, index: int = 0):
+        from cuda.core import Device, StreamOptions
+        self.device = Device(index)
+        self.device.set_current()
+        self.index = index
+        self._stream_options = StreamOptions(nonblocking=True)
+        self.default_stream = self.device.create_stream(options=self._stream_options)
+        self._pool: list = []
+        self._next = 0
+        self._keys: dict = {}       # id(stream) -> (stream, handle) for streams we hold
+        self.info = _device_info(self.device, index)
+        self.arch = self.info.arch
+
+    def stream_key(self, s) -> int:
+        """The ``CUstream`` handle of ``s`` (cached for long-lived streams)."""
+        hit = self._keys.get(id(s))
+        if hit is not None and hit[0] is s:
+            return hit[1]
+        from cutile_lab.runtime.memory import stream_handle
+        h = stream_handle(s)
+        if len(self._keys) < 256:
+            self._keys[id(s)] = (s, h)
+        return h
+
+    def ensure_current(self) -> None:
+        self.device.set_current()
+
+    def new_stream(self):
+        return self.device.create_stream(options=self._stream_options)
+
+    def pool_stream(self):
+        """Round-robin over a few streams so independent async ops can run concurrently."""
+        if len(self._pool) < self.POOL_SIZE:
+            s = self.new_stream()
+            self._pool.append(s)
+            return s
+        s = self._pool[self._next % self.POOL_SIZE]
+        self._next += 1
+        return s
+
+
+def gpu() -> GpuContext:
+    """The process-wide GPU context (created on first use; ``NoDeviceError`` without a GPU)."""
+    global _context
+    ctx = _context
+    if ctx is not None:
+        return ctx
+    require_gpu("GPU work")
+    with _lock:
+        if _context is None:
+            _context = GpuContext(0)
+    return _context
+
+
+def _device_info(dev, index: int) -> DeviceInfo:
+    from cuda.bindings import driver
+    p = dev.properties
+    cc = dev.compute_capability
+    try:
+        err, cu_dev = driver.cuDeviceGet(int(dev.device_id))
+        err, total = driver.cuDeviceTotalMem(cu_dev)
+        total = int(total) if int(err) == 0 else 0
+    except Exception:
+        total = 0
+    try:
+        err, ver = driver.cuDriverGetVersion()
+        driver_version = f"{ver // 1000}.{(ver % 1000) // 10}" if int(err) == 0 else ""
+    except Exception:
+        driver_version = ""
+    def attr(name, default=0):
+        try:
+            return getattr(p, name)
+        except Exception:       # attributes a driver no longer reports
+            return default
+
+    return DeviceInfo(index=index, name=dev.name, compute_capability=(cc.major, cc.minor),
+                      sm_count=p.multiprocessor_count, sm_clock_mhz=attr("clock_rate") / 1e3,
+                      memory_clock_mhz=attr("memory_clock_rate") / 1e3,
+                      memory_bus_bits=attr("global_memory_bus_width"), total_memory=total,
+                      l2_cache_bytes=attr("l2_cache_size"),
+                      max_threads_per_block=p.max_threads_per_block,
+                      driver_version=driver_version)
+
+
+def device_info() -> DeviceInfo:
+    """Facts about the GPU in use (``NoDeviceError`` without one)."""
+    return gpu().info
+
+
+def describe_device() -> str:
+    """One line about the GPU, or raises ``NoDeviceError`` saying why there is none."""
+    return str(device_info())
+
+
+def current_arch() -> str:
+    """The ``sm_XX`` string of the GPU in use."""
+    return gpu().arch
+
+
+__all__ = ["DeviceInfo", "GpuContext", "gpu", "gpu_available", "require_gpu", "device_info",
+           "describe_device", "current_arch"]

@@ -1,0 +1,246 @@
+"""CUDA graphs: capture a DeviceOp chain once, replay it many times for a fraction of the cost.
+
+Owns ``graph(op_or_fn)`` and ``Graph`` (``replay(n)``, ``result``). Capture runs the chain's
+host side once — argument resolution, ownership checks, compilation, packing — with its stream in
+capture mode (cuda.core's ``GraphBuilder``; the driver's ``cuStreamBeginCapture`` when that is
+unavailable), so a replay is one ``cuGraphLaunch`` for the whole chain. Memory the chain creates is
+allocated at capture time, outside the graph (so every replay reuses it); fills are captured.
+A replay checks the captured arguments against in-flight work and moves, then launches.
+On the simulator a replay re-runs the chain.
+"""
+from __future__ import annotations
+
+from cutile_lab.errors import LaunchError
+from cutile_lab.runtime import ownership
+from cutile_lab.runtime.callsite import describe, user_call_site, user_site
+from cutile_lab.runtime.ops import DeviceOp, ExecContext, Pending, as_core_stream
+from cutile_lab.runtime.ownership import Flight
+
+
+class Capture:
+    """State of one capture: the capturing stream and the side stream that allocates."""
+
+    def __init__(self, stream, alloc_stream):
+        self.stream = stream
+        self.alloc_stream = alloc_stream
+        self.allocations: list = []
+        self.kernels = 0
+
+    def prepared_allocation(self, storage) -> None:
+        self.allocations.append(storage)
+
+
+class Graph:
+    """A captured chain. ``replay(n)`` runs it ``n`` times and returns the chain's result."""
+
+    def __init__(self, op: DeviceOp, stream=None):
+        self.op = op
+        self.label = f"graph({op.label})"
+        self.where = user_call_site()
+        self.backend = op._backend()
+        self.replays = 0
+        self._raw = None            # ctypes cuGraphLaunch and the exec handle, once known
+        self._graph = None          # cuda.core Graph
+        self._exec = None           # driver CUgraphExec (fallback path)
+        self._driver_graph = None
+        self.result = None
+        self.entries: list = []
+        self.keep: list = []
+        self._watch: list = []
+        self._borrows: list = []
+        self.num_kernels = 0
+        self.method = "sim"
+        if self.backend == "gpu":
+            self._capture(stream)
+        else:
+            # the simulator re-runs the chain: its own launches check it each time
+            self._watch = [o for o in _leaves(op) if hasattr(o, "moved")]
+
+    # --- capture ---------------------------------------------------------------------------------
+    def _capture(self, stream) -> None:
+        from cutile_lab.runtime.device import gpu
+        g = gpu()
+        self._gpu = g
+        s = as_core_stream(stream) if stream is not None else g.new_stream()
+        self._stream = s
+        record = Flight(self.label, self.where, "gpu", s)   # collects borrows; not registered
+        try:
+            self._capture_core(g, s, record)
+            self.method = "cuda.core GraphBuilder"
+        except _NoGraphBuilder:
+            self._capture_driver(g, s, record)
+            self.method = "driver stream capture"
+        self.entries = record.entries
+        self.keep = record.keep
+        # what the chain itself moves (a tensor it creates and partitions) is moved each replay;
+        # everything else it uses must still be alive (not moved, not unpartitioned) to replay
+        self._watch = [o for o in self.keep if getattr(o, "moved", None) is None
+                       and hasattr(o, "moved")]
+        self._borrows = [(e[4] or "argument", e[3], e[2]) for e in self.entries]
+
+    def _capture_core(self, g, s, record) -> None:
+        try:
+            gb = s.create_graph_builder()
+            gb.begin_building("relaxed")
+        except Exception as e:  # an older cuda.core
+            raise _NoGraphBuilder(str(e)) from None
+        capture = Capture(gb, g.default_stream)
+        ctx = ExecContext("gpu", gb, record, capture=capture, gpu=g)
+        try:
+            self.result = self.op._enqueue(ctx)
+        except BaseException:
+            try:
+                gb.end_building()
+                gb.close()
+            except Exception:
+                pass
+            raise
+        gb.end_building()
+        self._graph = gb.complete()
+        g.default_stream.sync()           # allocations made for the graph exist
+        self._graph.upload(s)
+        s.sync()
+        self._builder = gb
+        self.num_kernels = capture.kernels
+
+    def _capture_driver(self, g, s, record) -> None:
+        from cuda.bindings import driver
+        from cutile_lab.runtime.memory import _check, stream_handle
+        h = stream_handle(s)
+        _check(driver.cuStreamBeginCapture(
+            h, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED),
+            "cuStreamBeginCapture")
+        capture = Capture(s, g.default_stream)
+        ctx = ExecContext("gpu", s, record, capture=capture, gpu=g)
+        try:
+            self.result = self.op._enqueue(ctx)
+        finally:
+            graph = _check(driver.cuStreamEndCapture(h), "cuStreamEndCapture")
+        self._driver_graph = graph
+        self._exec = _check(driver.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        g.default_stream.sync()
+        _check(driver.cuGraphUpload(self._exec, h), "cuGraphUpload")
+        s.sync()
+        self.num_kernels = capture.kernels
+
+    # --- replay ----------------------------------------------------------------------------------
+    def _check_replay(self, where, lane=ownership.NO_LANE) -> None:
+        for obj in self._watch:
+            if obj.moved is not None:
+                ownership.raise_use_after_move(obj, f"replay {self.label}", where=where)
+        if lane is ownership.NO_LANE or ownership.others_than_lane(lane):
+            diags = [d for _, d in ownership.check_launch_borrows(self._borrows, None, where,
+                                                                  lane)]
+            if diags:
+                raise ownership.OwnershipError(diags)
+
+    def launch(self, n: int = 1, stream=None) -> Pending:
+        """Enqueue ``n`` replays and return at once (``pending.wait()`` for the result)."""
+        where = user_site(2)
+        if self.backend == "sim":
+            self._check_replay(where)
+            from cutile_lab.runtime.ops import _start
+            pending = None
+            for i in range(n):
+                pending = _start(self.op, None, for_sync=True)
+                if i < n - 1:
+                    pending.wait()
+            self.replays += n
+            return pending
+        s = as_core_stream(stream) if stream is not None else self._stream
+        lane = self._gpu.stream_key(s)
+        self._check_replay(where, lane)
+        flight = Flight(self.label, where, "gpu", s, lane)
+        flight.entries = list(self.entries)
+        flight.keep = [self]
+        flight.result = self.result
+        ownership.register(flight)
+        try:
+            raw = self._raw
+            if raw is None:
+                raw = self._raw = self._raw_launcher()
+            done = 0
+            if raw:
+                fn, exec_ptr = raw
+                for _ in range(n):
+                    err = fn(exec_ptr, lane)
+                    if err != 0:
+                        if self.replays or done:
+                            raise LaunchError(f"cuGraphLaunch failed: CUDA error {err}")
+                        self._raw = raw = False     # use cuda.core's launch instead
+                        break
+                    done += 1
+            if raw:
+                pass
+            elif self._graph is not None:
+                for _ in range(n):
+                    self._graph.launch(s)
+            else:
+                from cuda.bindings import driver
+                from cutile_lab.runtime.memory import stream_handle
+                h = stream_handle(s)
+                for _ in range(n):
+                    (err,) = driver.cuGraphLaunch(self._exec, h)
+                    if int(err) != 0:
+                        raise LaunchError(f"cuGraphLaunch failed: {err}")
+        finally:
+            pool = ownership.EVENT_POOL
+            flight.event = s.record(pool.pop()) if pool else s.record()
+        self.replays += n
+        return Pending(flight)
+
+    def _raw_launcher(self):
+        """(ctypes cuGraphLaunch, the CUgraphExec address), or False to use cuda.core's."""
+        try:
+            from cutile_lab.runtime.launch import libcuda
+            lib = libcuda()
+            if lib is None:
+                return False
+            handle = self._graph.handle if self._graph is not None else self._exec
+            return lib.cuGraphLaunch, int(handle)
+        except Exception:
+            return False
+
+    def replay(self, n: int = 1, stream=None):
+        """Run the captured chain ``n`` times, wait, and return its result."""
+        return self.launch(n, stream).wait()
+
+    def __repr__(self) -> str:
+        return (f"<Graph of {self.op.label}: {self.num_kernels} kernel(s), {self.method}, "
+                f"replayed {self.replays}x, captured at {describe(self.where)}>")
+
+
+class _NoGraphBuilder(Exception):
+    pass
+
+
+def _leaves(op):
+    """Tensors and partitions an op chain names up front (its launches' bound arguments)."""
+    out, todo = [], [op]
+    while todo:
+        o = todo.pop()
+        for v in getattr(o, "bound", {}).values():
+            if isinstance(v, DeviceOp):
+                todo.append(v)
+            else:
+                out.append(v)
+        prev = getattr(o, "prev", None)
+        if isinstance(prev, DeviceOp):
+            todo.append(prev)
+        todo.extend(getattr(o, "ops", []) or [])
+    return out
+
+
+def graph(op_or_fn, *, stream=None) -> Graph:
+    """Capture a DeviceOp (or a function returning one) into a CUDA graph."""
+    op = op_or_fn
+    if not isinstance(op, DeviceOp):
+        if callable(op):
+            op = op()
+        if not isinstance(op, DeviceOp):
+            raise LaunchError("cl.graph takes a DeviceOp (a kernel call, a .then chain) or a "
+                              "function returning one")
+    return Graph(op, stream)
+
+
+__all__ = ["graph", "Graph"]

@@ -1,0 +1,642 @@
+"""Launching a kernel: arguments -> const generics, layouts, grid -> checked, compiled, launched.
+
+Owns ``LaunchOp`` (the DeviceOp a kernel call builds), ``launch_op`` / ``launch`` and the
+per-kernel launch-plan cache. A launch, when its chain runs:
+
+1. resolves arguments: DeviceOps run first on the same stream; torch/CuPy/JAX arrays are wrapped
+   without copying; NumPy arrays on the simulator;
+2. refuses moved tensors (TL102), runs the launch-level rules of ``checking.launch_rules`` over
+   ``ArgDesc``s of the real arguments, and the in-flight borrow checks (TL104/TL105);
+3. binds the const generics (from the partition's tile shape, the actual dims of shared tensors
+   for shape names still unbound, and ``Const`` parameters given as arguments or keywords),
+   derives each array's layout (dtype, rank, contiguous inner dimension, base alignment, index
+   width) and the grid (tiles per axis of the ``Mut`` partition, or ``grid=``);
+4. finds the loaded kernel for (kernel, arch, consts, layouts) in an in-process dict, compiling
+   through ``compile_kernel`` (itself cached in memory and on disk) on a miss;
+5. packs the arguments in the calling-convention order of ``CompiledKernel.params`` — per array
+   (pointer, shape..., strides...) with i32/i64 extents, per scalar a NumPy scalar of its exact
+   width — and calls ``cuda.core.launch``; on the simulator it calls
+   ``cutile_lab.simulation.simulate`` instead.
+
+The result of a launch hands ownership back: the tuple of its arguments, partitions included.
+"""
+from __future__ import annotations
+
+import ast
+import ctypes
+import time
+
+import numpy as np
+
+from cutile_lab.errors import Diagnostic, LaunchError, Span
+from cutile_lab.runtime.dtypes import scalar_value
+from cutile_lab.runtime import ownership
+from cutile_lab.runtime.ops import DeviceOp, ExecContext
+from cutile_lab.runtime.ownership import OwnershipError
+from cutile_lab.runtime.partition import Partition
+from cutile_lab.runtime.tensor import Tensor
+
+INT32_MAX = 2**31 - 1
+_RESERVED = ("grid",)
+
+# what the launch checks cost on the host (measured when MEASURE[0] is true: the benchmark)
+STATS = {"check_s": 0.0, "checks": 0}
+MEASURE = [False]
+
+
+class LaunchPlan:
+    """A compiled, loaded specialization: everything a cached launch needs."""
+
+    __slots__ = ("compiled", "kernel", "block", "params", "configs", "arch", "module")
+
+    def __init__(self, compiled, kernel, block, arch):
+        self.compiled = compiled
+        self.kernel = kernel          # cuda.core Kernel (None on the simulator)
+        self.block = block
+        self.params = compiled.params if compiled is not None else []
+        self.configs: dict = {}
+        self.arch = arch
+
+    def config(self, grid):
+        cfg = self.configs.get(grid)
+        if cfg is None:
+            from cuda.core import LaunchConfig
+            cfg = self.configs[grid] = LaunchConfig(grid=grid, block=self.block)
+        return cfg
+
+
+def _const_params(kdef) -> set[str]:
+    if kdef.kind == "cutile":
+        return {a.arg for a in kdef.node.args.args
+                if a.annotation is not None and "Constant" in ast.unparse(a.annotation)}
+    return {p.name for p in kdef.params if p.role == "const"}
+
+
+class _KernelInfo:
+    """What a launch needs to know about a kernel, computed once per kernel."""
+
+    __slots__ = ("kdef", "names", "consts", "generics", "checked", "plans", "roles", "entries")
+
+    def __init__(self, kernel):
+        kdef = kernel.definition
+        self.kdef = kdef
+        self.names = [p.name for p in kdef.params]
+        self.consts = _const_params(kdef)
+        self.generics = set(kdef.const_generics)
+        self.roles = {p.name: ("const" if p.name in self.consts else p.role)
+                      for p in kdef.params}
+        self.checked = False
+        self.plans: dict = {}
+        self.entries: dict = {}     # argument layout -> _Entry (checked, specialized, packed)
+
+
+def kernel_info(kernel) -> _KernelInfo:
+    info = kernel.__dict__.get("_launch_info")
+    if info is None or info.kdef is not kernel.definition:
+        info = _KernelInfo(kernel)
+        kernel.__dict__["_launch_info"] = info
+    return info
+
+
+_SCALARS = (bool, int, float, np.generic)
+
+
+class _Entry:
+    """One checked launch shape: what a repeated launch with the same argument layout reuses."""
+
+    __slots__ = ("consts", "grid", "diagnostics", "arrays", "plan", "config", "template",
+                 "scalars", "run", "foreign")
+
+    def __init__(self, consts, grid, diagnostics):
+        self.consts = consts
+        self.grid = grid
+        self.diagnostics = diagnostics
+        self.arrays: list = []
+        self.plan = None
+        self.config = None
+        self.template: list = []
+        self.scalars: list = []
+        self.run = all(n > 0 for n in grid)
+        self.foreign = False
+
+
+_LIBCUDA = [None]
+
+
+def libcuda():
+    """The driver library through ctypes (None where it cannot be loaded), for graph replay:
+    ``cuGraphLaunch`` takes two pointers, so a ctypes call is cheaper than the bindings'."""
+    lib = _LIBCUDA[0]
+    if lib is None:
+        try:
+            lib = ctypes.CDLL("libcuda.so.1")
+            lib.cuGraphLaunch.restype = ctypes.c_int
+            lib.cuGraphLaunch.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        except (OSError, AttributeError):
+            lib = False
+        _LIBCUDA[0] = lib
+    return lib or None
+
+
+def _core_launch(*args):
+    from cuda.core import launch
+    global _core_launch
+    _core_launch = launch
+    return launch(*args)
+
+
+class LaunchOp(DeviceOp):
+    """A lazy kernel launch. Its result is the tuple of its arguments (ownership handed back)."""
+
+    def __init__(self, kernel, args, kwargs, grid=None):
+        super().__init__()
+        self.kernel = kernel
+        self.info = kernel_info(kernel)
+        self.label = kernel.name
+        self.grid = _normalize_grid(grid) if grid is not None else None
+        self.bound, self.explicit_consts = self._bind(args, dict(kwargs))
+        self._consts_key = tuple(sorted(self.explicit_consts.items())) \
+            if self.explicit_consts else ()
+        plain = True
+        for v in self.bound.values():
+            t = type(v)
+            if t is not Tensor and t is not Partition and not isinstance(v, _SCALARS):
+                plain = False
+                break
+        self._plain = plain
+        self._result = None
+        self._entry = None
+        self.backend = _backend_of(self.bound.values())
+        self.diagnostics: list[Diagnostic] = []
+        self.sim_result = None
+        self.compiled = None
+
+    # --- binding arguments to parameters -------------------------------------------------------
+    def _bind(self, args, kwargs):
+        info = self.info
+        names = info.names
+        if not kwargs and not info.consts and len(args) == len(names):
+            return dict(zip(names, args)), {}
+        bound: dict = {}
+        extra = []
+        for i, a in enumerate(args):
+            if i < len(names):
+                bound[names[i]] = a
+            else:
+                extra.append(a)
+        consts: dict = {}
+        for k, v in kwargs.items():
+            if k in names:
+                if k in bound:
+                    raise LaunchError(f"`{self.label}`: `{k}` is given twice (by position and by "
+                                      f"name)", span=self.where)
+                bound[k] = v
+            elif k in info.generics:
+                consts[k] = v
+            else:
+                raise LaunchError(
+                    f"`{self.label}` has no parameter or const generic named `{k}`",
+                    span=self.where,
+                    help=f"parameters: {', '.join(names)}"
+                         + (f"; const generics: {', '.join(sorted(info.generics))}"
+                            if info.generics else ""))
+        if extra:
+            raise LaunchError(f"`{self.label}` takes {len(names)} arguments, "
+                              f"{len(args)} were given", span=self.where,
+                              help=f"its parameters: {', '.join(names)}")
+        for name in list(bound):
+            if name in info.consts:
+                consts[name] = bound.pop(name)
+        for p in info.kdef.params:
+            if p.name not in bound and p.name not in consts and p.name not in info.consts:
+                raise LaunchError(f"`{self.label}`: missing argument for parameter `{p.name}`",
+                                  span=self.where, help=f"call {self.label}("
+                                  + ", ".join(n for n in names if n not in info.consts) + ")")
+        return bound, consts
+
+    # --- running -------------------------------------------------------------------------------
+    def _resolve(self, ctx: ExecContext):
+        """(values for the kernel, values handed back) of the bound arguments."""
+        if self._plain:
+            return self.bound, self.bound
+        values: dict = {}
+        returned: dict = {}
+        for name, v in self.bound.items():
+            if isinstance(v, DeviceOp):
+                v = v._enqueue(ctx)
+            returned[name] = v
+            values[name] = _as_arg(v)
+        return values, returned
+
+    def _enqueue(self, ctx: ExecContext):
+        info = self.info
+        values, returned = self._resolve(ctx)
+        measure = MEASURE[0]
+        if measure:
+            t0 = time.perf_counter()
+        # moves (always checked: a tensor can be moved after an identical launch was checked)
+        parts = []
+        for name in info.names:
+            v = values.get(name)
+            cls = type(v)
+            if cls is Partition:
+                if v.moved is not None or v.tensor.moved is not None:
+                    self._raise_moved(values, ctx)
+                parts.append((v.tensor.key, v.tile_shape))
+            elif cls is Tensor:
+                if v.moved is not None:
+                    self._raise_moved(values, ctx)
+                parts.append(v.key)
+            elif name in values:
+                parts.append((cls, v) if name in info.consts else cls)
+        key = (ctx.backend, tuple(parts), self._consts_key, self.grid)
+        entry = info.entries.get(key)
+        if entry is None:
+            entry = self._prepare(values, ctx, key)
+        self._entry = entry
+        self.diagnostics = entry.diagnostics
+        # in-flight work of other chains (streams): TL104 / TL105
+        if ownership.others_in_flight(ctx.flight):
+            self._check_in_flight(values, entry, ctx)
+        if measure:
+            STATS["check_s"] += time.perf_counter() - t0
+            STATS["checks"] += 1
+        # run (an empty grid launches nothing)
+        if entry.run:
+            if ctx.backend == "sim":
+                self._run_sim(values, entry.consts, entry.grid)
+            else:
+                self._run_gpu(values, entry, ctx)
+        # the in-flight record: what this launch reads and writes
+        flight = ctx.flight
+        if flight is not None:
+            entries, keep = flight.entries, flight.keep
+            for name, mut in entry.arrays:
+                v = values[name]
+                if type(v) is Partition:
+                    keep.append(v)
+                    t = v.tensor
+                    src = v._source         # a borrowing partition: the lent tensor too
+                    if src is not None:
+                        lo, hi = src.range
+                        entries.append((lo, hi, True, src, name))
+                else:
+                    t = v
+                lo, hi = t.range
+                if hi > lo:
+                    entries.append((lo, hi, mut, t, name))
+                keep.append(t)
+        if returned is self.bound and self._result is not None:
+            return self._result
+        result = tuple(returned[n] for n in info.names if n in returned)
+        if returned is self.bound:
+            self._result = result
+        return result
+
+    def _raise_moved(self, values, ctx) -> None:
+        for name, v in values.items():
+            if isinstance(v, (Tensor, Partition)) and (
+                    v.moved is not None or (isinstance(v, Partition) and
+                                            v.tensor.moved is not None)):
+                obj = v if v.moved is not None else v.tensor
+                ownership.raise_use_after_move(
+                    obj, f"pass it to `{self.label}` as `{name}`", where=self.where, how="launch")
+
+    def _prepare(self, values, ctx, key) -> "_Entry":
+        """The slow path, once per argument layout: the launch-level rules, const generics,
+        grid and (gpu) the compiled, loaded kernel."""
+        info = self.info
+        for name, v in values.items():
+            b = getattr(v, "backend", None)
+            if b is not None and b != ctx.backend:
+                raise LaunchError(
+                    f"`{name}` is a {b} tensor but this launch runs on the {ctx.backend} backend",
+                    span=self.where,
+                    help="create every tensor of a launch on one backend (cl.set_backend)")
+        diags = _launch_rules(info, values, self.where, self.explicit_consts)
+        if any(d.is_error for d in diags):
+            self.diagnostics = diags
+            raise OwnershipError(diags)
+        consts = self._consts(values)
+        grid = self.grid or _grid_of(values, info)
+        if grid is None:
+            raise LaunchError(
+                f"cannot infer the grid of `{self.label}`: no argument is a partition",
+                span=self.where,
+                help="pass a partition for the `Mut` output (t.partition(tile)) or grid=(...)")
+        entry = _Entry(consts, grid, diags)
+        entry.arrays = [(name, _is_mut(info, name, values[name])) for name in info.names
+                        if isinstance(values.get(name), (Tensor, Partition))]
+        entry.foreign = any(getattr((values[n].tensor if isinstance(values[n], Partition)
+                                     else values[n]).storage, "foreign", False)
+                            for n, _ in entry.arrays)
+        if ctx.backend == "gpu" and entry.run:
+            plan = self.plan(values, consts, ctx.gpu.arch)
+            entry.plan = plan
+            entry.config = plan.config(_pad3(grid))
+            entry.template, entry.scalars = pack_template(plan.params, values)
+        if len(info.entries) > 256:
+            info.entries.clear()
+        info.entries[key] = entry
+        return entry
+
+    def _check_in_flight(self, values, entry, ctx) -> None:
+        args = []
+        for name, mut in entry.arrays:
+            v = values[name]
+            args.append((name, v.tensor if type(v) is Partition else v, mut))
+        lane = ctx.flight.lane if ctx.capture is None else ownership.NO_LANE
+        hits = ownership.check_launch_borrows(args, ctx.flight, self.where, lane)
+        if hits:
+            raise OwnershipError([d for _, d in hits])
+
+    def _consts(self, values) -> dict:
+        info = self.info
+        consts = dict(self.explicit_consts)
+        params = {p.name: p for p in info.kdef.params}
+        # from the partitions' tile shapes
+        for name, v in values.items():
+            if isinstance(v, Partition):
+                p = params[name]
+                for d, n in zip(p.shape, v.tile_shape):
+                    if isinstance(d, str):
+                        consts.setdefault(d, n)
+        # shape names of shared tensors from their actual dims
+        for name, v in values.items():
+            if isinstance(v, Tensor):
+                p = params[name]
+                for d, n in zip(p.shape, v.shape):
+                    if isinstance(d, str) and d not in consts:
+                        consts[d] = n
+        for k, v in consts.items():
+            if isinstance(v, (np.integer,)):
+                consts[k] = int(v)
+        return consts
+
+    def _layouts(self, values) -> dict:
+        from cutile_lab.compiling.specialization import ArrayLayout, ScalarLayout
+        layouts = {}
+        params = {p.name: p for p in self.info.kdef.params}
+        for name, v in values.items():
+            p = params[name]
+            t = v.tensor if isinstance(v, Partition) else v
+            if isinstance(t, Tensor):
+                dtype = p.dtype.name if p.dtype is not None else t.dtype.name
+                layouts[name] = ArrayLayout(dtype, t.ndim, _contiguous(t), _align(t.ptr),
+                                            _index_bits(t))
+            else:
+                dtype = p.dtype.name if p.dtype is not None else _scalar_dtype(v)
+                layouts[name] = ScalarLayout(dtype)
+        return layouts
+
+    def plan(self, values, consts, arch: str) -> LaunchPlan:
+        layouts = self._layouts(values)
+        info = self.info
+        key = (arch, tuple(sorted(consts.items())), tuple(layouts.items()))
+        plan = info.plans.get(key)
+        if plan is None:
+            from cutile_lab.compiling.driver import compile_kernel
+            compiled = compile_kernel(self.kernel.definition, arch, consts=consts,
+                                      layouts=layouts, globals_=self.kernel.globals)
+            from cuda.core import ObjectCode
+            module = ObjectCode.from_cubin(compiled.cubin)
+            k = module.get_kernel(compiled.symbol)
+            block = compiled.max_threads_per_block
+            if not block:
+                block = k.attributes.max_threads_per_block()
+            plan = info.plans[key] = LaunchPlan(compiled, k, int(block), arch)
+            plan.module = module                   # keeps the module loaded
+        return plan
+
+    def _run_gpu(self, values, entry, ctx) -> None:
+        plan = entry.plan
+        self.compiled = plan.compiled
+        if entry.scalars:
+            args = list(entry.template)
+            for i, name, dtype in entry.scalars:
+                args[i] = scalar_value(values[name], dtype)
+        else:
+            args = entry.template
+        stream = ctx.stream
+        if entry.foreign:
+            for name, _ in entry.arrays:
+                v = values[name]
+                st = (v.tensor if type(v) is Partition else v).storage
+                if getattr(st, "ready", None) is not None:
+                    ownership.wait_ready(st, stream, capturing=ctx.capture is not None)
+        _core_launch(stream, entry.config, plan.kernel, *args)
+        if ctx.capture is not None:
+            ctx.capture.kernels += 1
+
+    def _run_sim(self, values, consts, grid) -> None:
+        info = self.info
+        if not info.checked:
+            from cutile_lab.checking import check_kernel
+            from cutile_lab.errors import KernelDiagnosticsError
+            diags = check_kernel(info.kdef, self.kernel.globals)
+            if any(d.is_error for d in diags):
+                raise KernelDiagnosticsError(diags)
+            info.checked = True
+        from cutile_lab.runtime.sim import run_simulated
+        self.sim_result = run_simulated(self.kernel, info, values, consts, grid)
+
+    def __repr__(self) -> str:
+        from cutile_lab.runtime.callsite import describe
+        args = ", ".join(f"{k}={_short(v)}" for k, v in self.bound.items())
+        return f"<DeviceOp launch {self.label}({args}) (lazy) from {describe(self.where)}>"
+
+
+def _short(v) -> str:
+    if isinstance(v, (Tensor, Partition)):
+        return repr(v)
+    if isinstance(v, DeviceOp):
+        return f"<{v.label}>"
+    return type(v).__name__ if hasattr(v, "shape") else repr(v)
+
+
+def _is_mut(info, name, value) -> bool:
+    role = info.roles.get(name)
+    if role == "mut" or isinstance(value, Partition):
+        return True
+    # plain cuTile kernels do not say what they write: every array may be written
+    return info.kdef.kind == "cutile"
+
+
+def _as_arg(v):
+    """A launch argument as the runtime handles it: Tensor, Partition or scalar."""
+    if isinstance(v, (Tensor, Partition)):
+        return v
+    if isinstance(v, (bool, int, float, np.generic)):
+        return v
+    if hasattr(v, "__cuda_array_interface__") or hasattr(v, "__dlpack__") \
+            or isinstance(v, np.ndarray):
+        from cutile_lab.runtime.creation import asarray
+        return asarray(v)
+    raise LaunchError(f"cannot pass {type(v).__name__} to a kernel",
+                      help="pass cutile_lab tensors and partitions, torch/CuPy/JAX arrays, or "
+                           "numbers")
+
+
+def _backend_of(values) -> str | None:
+    for v in values:
+        t = type(v)
+        if t is Tensor:
+            return v.storage.backend
+        if t is Partition:
+            return v.tensor.storage.backend
+        if isinstance(v, DeviceOp) and v.backend:
+            return v.backend
+        if hasattr(v, "__cuda_array_interface__") or (
+                hasattr(v, "is_cuda") and getattr(v, "is_cuda", False)):
+            return "gpu"
+    return None
+
+
+def _normalize_grid(grid) -> tuple[int, ...]:
+    if isinstance(grid, (int, np.integer)):
+        grid = (grid,)
+    grid = tuple(int(g) for g in grid)
+    if not 1 <= len(grid) <= 3 or any(g < 0 for g in grid):
+        raise LaunchError(f"bad grid {grid}: one to three non-negative sizes")
+    return grid
+
+
+def _pad3(grid) -> tuple[int, int, int]:
+    return tuple(grid) + (1,) * (3 - len(grid))
+
+
+def _grid_of(values, info) -> tuple[int, ...] | None:
+    for name in info.names:
+        v = values.get(name)
+        if isinstance(v, Partition):
+            return v.grid
+    return None
+
+
+def _contiguous(t: Tensor) -> bool:
+    return t.ndim == 0 or t.strides[-1] == 1
+
+
+def _align(ptr: int) -> int:
+    if ptr == 0:
+        return 16
+    low = ptr & -ptr
+    return 16 if low >= 16 else low
+
+
+def _index_bits(t: Tensor) -> int:
+    if t.size == 0:
+        return 32
+    far = sum((n - 1) * s for n, s in zip(t.shape, t.strides))
+    if far > INT32_MAX or any(n > INT32_MAX for n in t.shape) \
+            or any(s > INT32_MAX for s in t.strides):
+        return 64
+    return 32
+
+
+def _scalar_dtype(v) -> str:
+    if isinstance(v, (bool, np.bool_)):
+        return "bool"
+    if isinstance(v, np.generic):
+        from cutile_lab.runtime.dtypes import as_dtype
+        return as_dtype(v.dtype).name
+    if isinstance(v, int):
+        return "i32" if -2**31 <= v <= INT32_MAX else "i64"
+    if isinstance(v, float):
+        return "f32"
+    raise LaunchError(f"cannot pass {type(v).__name__} as a scalar")
+
+
+def pack_args(params, values) -> list:
+    """Kernel arguments in calling-convention order (cutile_python_v1): for an array its pointer
+    (a Python int: cuda.core passes ints as 64-bit pointers), then each extent, then each stride
+    in elements, as int32 (int64 when the layout has 64-bit indices); a scalar as a NumPy scalar of
+    exactly its dtype's width (a Python float would be passed as a double)."""
+    from cutile_lab.runtime.dtypes import scalar_value
+    from cutile_lab.language.dtypes import DTYPES
+    out = []
+    for p in params:
+        v = values[p.name]
+        if p.kind == "array":
+            t = v.tensor if isinstance(v, Partition) else v
+            it = np.int64 if p.index_bits == 64 else np.int32
+            out.append(t.ptr)
+            out.extend(it(n) for n in t.shape)
+            out.extend(it(s) for s in t.strides)
+        else:
+            out.append(scalar_value(v, DTYPES[p.dtype]))
+    return out
+
+
+def pack_template(params, values) -> tuple[list, list]:
+    """``pack_args`` for a cached launch: the arrays' part is fixed by the cache key, scalars
+    are filled in per launch. Returns (template, [(index, name, dtype)])."""
+    from cutile_lab.language.dtypes import DTYPES
+    template, scalars = [], []
+    for p in params:
+        v = values[p.name]
+        if p.kind == "array":
+            t = v.tensor if isinstance(v, Partition) else v
+            it = np.int64 if p.index_bits == 64 else np.int32
+            template.append(t.ptr)
+            template.extend(it(n) for n in t.shape)
+            template.extend(it(s) for s in t.strides)
+        else:
+            scalars.append((len(template), p.name, DTYPES[p.dtype]))
+            template.append(None)
+    return template, scalars
+
+
+# --- the launch-level rules (cutile_lab.checking.launch_rules) ----------------------------------
+
+def arg_descs(info, values) -> list:
+    """``ArgDesc``s of the real arguments for ``check_launch``."""
+    from cutile_lab.checking.launch_rules import ArgDesc
+    out = []
+    for name in info.names:
+        if name not in values:
+            continue
+        v = values[name]
+        role = info.roles.get(name, "shared")
+        if isinstance(v, (Tensor, Partition)):
+            t = v.tensor if isinstance(v, Partition) else v
+            out.append(ArgDesc(
+                name, "mut" if role == "mut" else "shared", t.ptr, t.shape, t.strides,
+                t.itemsize, t.dtype.name, t.id,
+                v.tile_shape if isinstance(v, Partition) else None, v.origin))
+        else:
+            out.append(ArgDesc(name, "scalar", value=v))
+    return out
+
+
+def _launch_rules(info, values, where: Span | None, consts) -> list[Diagnostic]:
+    """The checker's launch-level rules (tile-language kernels; plain cuTile kernels declare no
+    roles or shapes to check against)."""
+    if info.kdef.kind != "tile":
+        return []
+    try:
+        from cutile_lab.checking.launch_rules import check_launch
+    except ImportError:
+        return []
+    descs = arg_descs(info, values)
+    return list(check_launch(info.kdef, descs, where, ownership.BORROWS,
+                             consts=consts or None))
+
+
+# --- the public entry points ------------------------------------------------------------------
+
+def launch_op(kernel, args, kwargs) -> LaunchOp:
+    """``kernel(*args, **kwargs)``: the lazy launch (``grid=`` is a launch option)."""
+    grid = None
+    if "grid" in kwargs and "grid" not in kernel_info(kernel).names:
+        kwargs = dict(kwargs)
+        grid = kwargs.pop("grid")
+    return LaunchOp(kernel, args, kwargs, grid)
+
+
+def launch(kernel, *args, grid=None, **kwargs) -> LaunchOp:
+    """``cl.launch(kernel, *args, grid=None)``: the same lazy launch as ``kernel(*args)``."""
+    return LaunchOp(kernel, args, kwargs, grid)
+
+
+__all__ = ["LaunchOp", "LaunchPlan", "launch_op", "launch", "pack_args", "arg_descs", "STATS"]

@@ -1,0 +1,337 @@
+"""Lazy device operations: build now, run later on a stream, compose with ``.then()``.
+
+Owns ``DeviceOp`` (the lazy value: ``then``, ``sync``, ``sync_on``, ``start``, ``await``,
+``partition``), ``Pending`` (started work: ``done``, ``wait``, ``await``), ``ExecContext`` (the
+stream and in-flight record a chain is enqueued into), ``zip`` / ``value``, streams
+(``stream()``) and ``synchronize()``. Creation ops live in ``creation``, launches in ``launch``,
+graph capture in ``graph``.
+
+How a chain runs: ``start()`` picks a stream (the runtime's default stream for ``sync()``, a pool
+stream for ``start()`` / ``await``), registers a ``Flight`` (so that the chain's borrows are
+visible to every other check while it runs), enqueues every op of the chain on that one stream (in
+order: nothing inside a chain needs a host wait), then records a completion event. On the
+simulator the work runs when it is started, and its borrows are held until the host waits for it
+(``sync``, ``wait``, ``await`` or ``done()``), like work in flight on a GPU.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+
+from cutile_lab.errors import LaunchError
+from cutile_lab.runtime import device as _device
+from cutile_lab.runtime import ownership
+from cutile_lab.runtime.backend import backend as current_backend
+from cutile_lab.runtime.callsite import as_span, describe, user_site
+from cutile_lab.runtime.ownership import Flight
+
+
+class ExecContext:
+    """Where a chain is being enqueued: backend, stream, and its in-flight record."""
+
+    __slots__ = ("backend", "stream", "flight", "capture", "gpu")
+
+    def __init__(self, backend: str, stream, flight: Flight, capture=None, gpu=None):
+        self.backend = backend
+        self.stream = stream        # cuda.core Stream (gpu), None (sim)
+        self.flight = flight
+        self.capture = capture      # a graph.Capture while a graph is being captured
+        self.gpu = gpu              # the GpuContext
+
+
+class DeviceOp:
+    """A lazy piece of device work whose result is a value (a tensor, a tuple of arguments...).
+
+    Nothing runs until ``sync()``, ``sync_on(stream)``, ``start()`` or ``await``.
+    """
+
+    label = "op"
+
+    def __init__(self, backend: str | None = None, where=None):
+        self.backend = backend
+        # the user's line that built the op: (file, line) now, a Span when a message needs it
+        self._where = where if where is not None else user_site(2)
+
+    @property
+    def where(self):
+        w = self._where
+        if isinstance(w, tuple):
+            w = self._where = as_span(w)
+        return w
+
+    # --- to be provided by subclasses ----------------------------------------------------------
+    def _enqueue(self, ctx: ExecContext):
+        raise NotImplementedError
+
+    def _backend(self) -> str:
+        return self.backend or current_backend()
+
+    # --- composition ---------------------------------------------------------------------------
+    def then(self, fn) -> "DeviceOp":
+        """``fn(result)`` (or ``fn(*result)`` for a tuple and a function of several parameters)
+        runs after this op, on the same stream; it returns a DeviceOp (enqueued next) or a
+        value."""
+        return ThenOp(self, fn)
+
+    def partition(self, tile_shape) -> "DeviceOp":
+        """``cl.zeros(n).partition(128)``: the created tensor, moved into a partition."""
+        return ThenOp(self, lambda t: t.partition(tile_shape), label=f"{self.label}.partition")
+
+    def partition_mut(self, tile_shape) -> "DeviceOp":
+        return ThenOp(self, lambda t: t.partition_mut(tile_shape),
+                      label=f"{self.label}.partition_mut")
+
+    # --- running -------------------------------------------------------------------------------
+    def start(self, stream=None) -> "Pending":
+        """Enqueue the work and return at once; the result is ``pending.wait()``."""
+        return _start(self, stream, for_sync=False)
+
+    def sync(self):
+        """Run the work, wait for it, return the result."""
+        return _start(self, None, for_sync=True).wait()
+
+    def sync_on(self, stream):
+        """Run the work on ``stream`` (cuda.core, torch, CuPy or ``cl.stream()``), wait, return
+        the result."""
+        return _start(self, stream, for_sync=True).wait()
+
+    def __await__(self):
+        return self.start()._await().__await__()
+
+    def graph(self):
+        """Capture this op into a CUDA graph (see ``cl.graph``)."""
+        from cutile_lab.runtime.graph import graph
+        return graph(self)
+
+    def __repr__(self) -> str:
+        return f"<DeviceOp {self.label} (lazy; .sync() or await to run) from {describe(self.where)}>"
+
+
+class ValueOp(DeviceOp):
+    label = "value"
+
+    def __init__(self, value, backend=None):
+        super().__init__(backend)
+        self.value = value
+
+    def _enqueue(self, ctx):
+        return self.value
+
+
+_ARITY: dict = {}
+
+
+def _arity(fn) -> int | None:
+    code = getattr(fn, "__code__", None)
+    if code is not None and code in _ARITY:
+        return _ARITY[code]
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    n = _count_positional(sig)
+    if code is not None and not getattr(fn, "__self__", None):
+        _ARITY[code] = n
+    return n
+
+
+def _count_positional(sig) -> int | None:
+    n = 0
+    for p in sig.parameters.values():
+        if p.kind == p.VAR_POSITIONAL:
+            return None
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            n += 1
+    return n
+
+
+class ThenOp(DeviceOp):
+    def __init__(self, prev: DeviceOp, fn, label: str | None = None):
+        super().__init__(prev.backend, where=user_site(2))
+        if not callable(fn):
+            raise LaunchError(".then() takes a function: op.then(lambda result: next_op)")
+        self.prev = prev
+        self.fn = fn
+        self.label = label or f"{prev.label}.then({getattr(fn, '__name__', 'fn')})"
+        self._n = _arity(fn)
+
+    def _backend(self):
+        return self.prev._backend()
+
+    def _enqueue(self, ctx):
+        result = self.prev._enqueue(ctx)
+        if isinstance(result, tuple) and self._n is not None and self._n != 1 \
+                and self._n == len(result):
+            nxt = self.fn(*result)
+        else:
+            nxt = self.fn(result)
+        if isinstance(nxt, DeviceOp):
+            return nxt._enqueue(ctx)
+        return nxt
+
+
+class ZipOp(DeviceOp):
+    label = "zip"
+
+    def __init__(self, ops):
+        super().__init__()
+        self.ops = [o if isinstance(o, DeviceOp) else ValueOp(o) for o in ops]
+        self.backend = next((o.backend for o in self.ops if o.backend), None)
+
+    def _enqueue(self, ctx):
+        return tuple(o._enqueue(ctx) for o in self.ops)
+
+
+def zip(*ops) -> DeviceOp:  # noqa: A001  (cl.zip, as cuTile Rust's zip!)
+    """One op whose result is the tuple of the results of ``ops`` (run in order, one stream)."""
+    return ZipOp(ops)
+
+
+def value(v, backend: str | None = None) -> DeviceOp:
+    """A DeviceOp whose result is ``v`` (a starting point for ``.then`` chains)."""
+    return ValueOp(v, backend)
+
+
+# --- streams ---------------------------------------------------------------------------------
+
+class SimStream:
+    """The simulator's stand-in for a stream (work runs on the host, in order)."""
+
+    def __repr__(self):
+        return "<simulator stream>"
+
+    def sync(self):
+        pass
+
+
+def stream():
+    """A new stream: independent ops started on different streams may run concurrently."""
+    if current_backend() == "sim":
+        return SimStream()
+    from cutile_lab.runtime.device import gpu
+    return gpu().new_stream()
+
+
+_STREAM = [None]
+
+
+def as_core_stream(s):
+    """A cuda.core Stream from a cuda.core Stream, a torch/CuPy stream, ``__cuda_stream__``
+    or a raw handle."""
+    Stream = _STREAM[0]
+    if Stream is None:
+        from cuda.core import Stream
+        _STREAM[0] = Stream
+    if isinstance(s, Stream):
+        return s
+    if hasattr(s, "__cuda_stream__"):
+        return Stream.from_handle(int(s.__cuda_stream__()[1]))
+    for attr in ("cuda_stream", "ptr"):     # torch.cuda.Stream, cupy.cuda.Stream
+        h = getattr(s, attr, None)
+        if isinstance(h, int):
+            return Stream.from_handle(h)
+    if isinstance(s, int):
+        return Stream.from_handle(s)
+    raise LaunchError(f"not a stream: {s!r}",
+                      help="pass cl.stream(), a cuda.core Stream, a torch or CuPy stream")
+
+
+# --- starting and waiting ----------------------------------------------------------------------
+
+def _start(op: DeviceOp, stream, *, for_sync: bool) -> "Pending":
+    backend = op._backend()
+    if backend == "sim":
+        flight = Flight(op.label, op._where, "sim")
+        ownership.register(flight)
+        ctx = ExecContext("sim", None, flight)
+        try:
+            flight.result = op._enqueue(ctx)
+        except BaseException:
+            ownership.release(flight)
+            raise
+        return Pending(flight)
+    g = _device.gpu()
+    if stream is not None:
+        s = as_core_stream(stream)
+    else:
+        s = g.default_stream if for_sync else g.pool_stream()
+    flight = Flight(op.label, op._where, "gpu", s, g.stream_key(s))
+    ownership.register(flight)
+    ctx = ExecContext("gpu", s, flight, gpu=g)
+    try:
+        flight.result = op._enqueue(ctx)
+    except BaseException:
+        # whatever was enqueued runs to completion; its borrows end then
+        s.sync()
+        ownership.release(flight)
+        raise
+    if not for_sync:                  # borrows end when this event completes
+        pool = ownership.EVENT_POOL
+        flight.event = s.record(pool.pop()) if pool else s.record()
+    return Pending(flight)
+
+
+def wait_flight(flight: Flight) -> None:
+    if flight.done:
+        return
+    if flight.backend == "gpu":
+        if flight.event is not None:
+            flight.event.sync()
+        elif flight.stream is not None:
+            flight.stream.sync()      # sync(): no event was recorded
+    ownership.release(flight)
+
+
+class Pending:
+    """Work that was started: ``wait()`` / ``await`` for its result, ``done()`` to poll."""
+
+    __slots__ = ("flight",)
+
+    def __init__(self, flight: Flight):
+        self.flight = flight
+
+    def done(self) -> bool:
+        f = self.flight
+        if f.backend == "sim" and not f.done:
+            ownership.release(f)        # the simulator's work ran when it was started
+        return f.query()
+
+    def wait(self):
+        """Wait for the work; return its result (the launch's arguments, a tensor, ...)."""
+        f = self.flight
+        result = f.result
+        wait_flight(f)
+        return result
+
+    result = wait
+
+    @property
+    def stream(self):
+        return self.flight.stream
+
+    async def _await(self):
+        delay = 0.0
+        while not self.done():
+            await asyncio.sleep(delay)
+            delay = min(max(delay * 2, 5e-5), 2e-3)
+        return self.wait()
+
+    def __await__(self):
+        return self._await().__await__()
+
+    def __repr__(self) -> str:
+        state = "done" if self.flight.done else "in flight"
+        return f"<Pending {self.flight.label} ({state}) from {describe(self.flight.where)}>"
+
+
+def synchronize() -> None:
+    """Wait for all work this runtime started (and the device)."""
+    for f in ownership.live_flights():
+        wait_flight(f)
+    from cutile_lab.runtime.device import _context
+    if _context is not None:
+        _context.device.sync()
+
+
+__all__ = ["DeviceOp", "Pending", "ExecContext", "ValueOp", "ThenOp", "zip", "value", "stream",
+           "synchronize", "wait_flight", "as_core_stream", "SimStream"]

@@ -1,0 +1,406 @@
+"""Ownership on the host over time: moves, and borrows held by in-flight work.
+
+Owns: ``MoveRecord`` (a tensor moved into a partition, and where), the registry of ``Flight``s
+(started DeviceOp chains, each with its completion event and the byte ranges it reads and writes),
+and the checks that use them — host access to memory that in-flight work writes (TL103), a launch
+using memory that in-flight work writes (TL104) or writing memory that in-flight work reads
+(TL105), use after move (TL102). Completed work releases its borrows automatically: a flight is
+done when its event says so (``cuEventQuery``; on the simulator, once it has run).
+
+The launch-level rules about one launch's own arguments (aliasing, signature matching) belong to
+``cutile_lab.checking.launch_rules``; this module only adds time. It keeps that module's
+``BorrowState`` (``BORROWS``) up to date — moves, and the borrows of every started chain once
+it is enqueued, released when its event completes — so that ``check_launch`` and ``check_use``
+word the diagnostics; the byte-range registry here is what *detects* conflicts, so that views
+of a borrowed tensor (``z[100:110]`` while ``z[:128]`` is written) are caught too.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from cutile_lab.errors import Diagnostic, KernelDiagnosticsError, Label, Span
+from cutile_lab.runtime.callsite import describe, user_call_site
+
+
+class OwnershipError(KernelDiagnosticsError):
+    """A host access or launch refused by the ownership rules (``diagnostics`` say why)."""
+
+    code = "CL052"
+
+
+@dataclass
+class MoveRecord:
+    where: Span | None        # the user's line that moved it
+    what: str                 # "was moved into a partition of (128,) tiles"
+    partition_id: int = 0
+    label: str = "moved here"
+
+
+class Flight:
+    """One started DeviceOp chain: in flight until ``event`` completes (gpu) or it ran (sim)."""
+
+    __slots__ = ("label", "_where", "event", "stream", "backend", "done", "entries", "keep",
+                 "runner", "result", "error", "published", "lane", "__weakref__")
+
+    def __init__(self, label: str, where, backend: str, stream=None, lane=None):
+        self.lane = self if lane is None else lane   # the stream's handle on the GPU
+        self.label = label
+        self._where = where          # a Span, or (file, line) until a message needs a Span
+        self.backend = backend
+        self.stream = stream
+        self.event = None
+        self.done = False
+        self.entries: list = []      # (lo, hi, mut, tensor, param)
+        self.keep: list = []         # objects that must live until the work completes
+        self.runner = None           # sim: the deferred work
+        self.result = None
+        self.error = None
+        self.published = False
+
+    @property
+    def where(self) -> Span | None:
+        w = self._where
+        if isinstance(w, tuple):
+            from cutile_lab.runtime.callsite import as_span
+            w = self._where = as_span(w)
+        return w
+
+    def query(self) -> bool:
+        """True once the work has completed (then its borrows are released)."""
+        if self.done:
+            return True
+        if self.backend == "gpu" and self.event is not None and self.event.is_done:
+            release(self)
+            return True
+        return False
+
+    def describe(self) -> str:
+        return f"`{self.label}` (launched at {describe(self.where)})"
+
+
+try:
+    from cutile_lab.checking.launch_rules import BorrowState
+    BORROWS = BorrowState()
+except ImportError:     # the checker is not installed: this module's own diagnostics only
+    BORROWS = None
+
+_lock = threading.RLock()
+# Live flights by lane: a GPU stream (its handle) orders its flights, so they complete in start
+# order; every simulator flight is a lane of its own. Work queued earlier on the same stream is
+# ordered before a new launch and is no conflict for it.
+_lanes: dict = {}
+_count = 0
+_since_reap = 0
+REAP_EVERY = 32
+NO_LANE = object()
+#: completed flights' events, recycled by ``ops`` (creating an event costs more than recording)
+EVENT_POOL: list = []
+
+
+def register(flight: Flight) -> None:
+    global _since_reap, _count
+    with _lock:
+        lane = _lanes.get(flight.lane)
+        if lane is None:
+            _lanes[flight.lane] = [flight]
+        else:
+            lane.append(flight)
+        _count += 1
+        _since_reap += 1
+        if _since_reap >= REAP_EVERY:
+            _since_reap = 0
+            reap()
+
+
+def others_in_flight(flight: Flight | None) -> bool:
+    """Is work in flight on another lane (stream) than ``flight``'s?"""
+    if not _count:
+        return False
+    if flight is None:
+        return True
+    return _count > len(_lanes.get(flight.lane, ()))
+
+
+def others_than_lane(lane) -> bool:
+    """Is work in flight on another lane than ``lane``?"""
+    return _count > len(_lanes.get(lane, ()))
+
+
+def add_borrow(flight: Flight, tensor, mut: bool, param: str = "") -> None:
+    lo, hi = tensor.range
+    if hi > lo:
+        flight.entries.append((lo, hi, mut, tensor, param))
+    flight.keep.append(tensor)
+
+
+def publish(flight: Flight) -> None:
+    """Tell the checker's BorrowState what a flight reads and writes. Done lazily, when a
+    conflict with the flight is found and the BorrowState words the diagnostic: detection is the
+    byte-range registry's, so the hot path never pays for it."""
+    if BORROWS is None or flight.done or flight.published:
+        return
+    flight.published = True
+    for lo, hi, mut, tensor, param in flight.entries:
+        if mut:
+            BORROWS.borrow_mut(tensor.id, flight, flight.where, flight.label)
+        else:
+            BORROWS.borrow_shared(tensor.id, flight, flight.where, flight.label)
+
+
+def moved(tensor, where) -> None:
+    if BORROWS is not None:
+        BORROWS.moved(tensor.id, where)
+
+
+def forget_moved(tensor_id: int) -> None:
+    """A moved tensor object is gone: nothing can use it any more."""
+    if BORROWS is not None:
+        BORROWS.restored(tensor_id)
+
+
+def release(flight: Flight) -> None:
+    global _count
+    if BORROWS is not None and flight.published:
+        BORROWS.release(flight)
+    with _lock:
+        if flight.done:
+            return
+        flight.done = True
+        flight.entries = []
+        flight.keep = []
+        lane = _lanes.get(flight.lane)
+        if lane is not None:
+            try:
+                lane.remove(flight)
+                _count -= 1
+            except ValueError:
+                pass
+            if not lane:
+                del _lanes[flight.lane]
+        ev = flight.event
+        if ev is not None and flight.backend == "gpu" and len(EVENT_POOL) < 64:
+            flight.event = None
+            EVENT_POOL.append(ev)
+
+
+def reap() -> None:
+    """Release every flight whose work has completed. A stream completes its flights in order,
+    so on each lane a binary search over the events finds where completion stops."""
+    with _lock:
+        for lane in list(_lanes.values()):
+            lane = list(lane)
+            if not lane or lane[0].backend != "gpu":
+                for f in lane:
+                    f.query()
+                continue
+            lo, hi = 0, len(lane)          # lane[:lo] done, lane[hi:] not done
+            while lo < hi:
+                mid = (lo + hi) // 2
+                f = lane[mid]
+                if f.event is not None and f.event.is_done:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            for f in lane[:lo]:
+                release(f)
+
+
+def live_flights() -> list[Flight]:
+    reap()
+    with _lock:
+        return [f for lane in _lanes.values() for f in lane]
+
+
+def _overlapping(tensor, *, want_mut: bool, exclude: Flight | None = None,
+                 exclude_lane=NO_LANE):
+    """The first (flight, entry) of unfinished work that conflicts with this access.
+
+    ``want_mut``: the access writes (conflicts with any borrow); else it reads (conflicts with
+    mutable borrows only). Every overlapping flight found done on the way is released."""
+    if not _count:
+        return None
+    lo, hi = tensor.range
+    if hi <= lo:
+        return None
+    found = None
+    with _lock:
+        for key, lane in list(_lanes.items()):
+            if key == exclude_lane:
+                continue    # queued earlier on the same stream: ordered before, no conflict
+            for f in list(lane):
+                if f is exclude or f.done:
+                    continue
+                for entry in f.entries:
+                    elo, ehi, emut = entry[0], entry[1], entry[2]
+                    if elo < hi and lo < ehi and (emut or want_mut):
+                        if not f.query() and found is None:
+                            found = (f, entry)
+                        break
+    return found
+
+
+def _tensor_name(tensor) -> str:
+    from cutile_lab.runtime.callsite import user_name_of
+    kind = "partition" if type(tensor).__name__ == "Partition" else "tensor"
+    name = getattr(tensor, "name", None) or user_name_of(tensor)
+    return f"the {kind} `{name}`" if name else f"the {kind}"
+
+
+def raise_use_after_move(tensor, what: str, where: Span | None = None, how: str = "read"
+                         ) -> None:
+    from cutile_lab.runtime.callsite import as_span
+    rec = tensor.moved
+    where = as_span(where) or user_call_site()
+    if BORROWS is not None and rec.label == "moved into a partition here" \
+            and BORROWS.is_moved(tensor.id):
+        from cutile_lab.runtime.callsite import user_name_of
+        d = BORROWS.check_use(tensor.id, how, where, getattr(tensor, "name", None)
+                              or user_name_of(tensor))
+        if d is not None:
+            raise OwnershipError([d])
+    labels = ()
+    if rec.where is not None:
+        labels = (Label(rec.where, rec.label),)
+    diag = Diagnostic(
+        "TL102", "error",
+        f"cannot {what}: {_tensor_name(tensor)} {rec.what} at {describe(rec.where)}",
+        where, labels,
+        help="use the partition (or `p.unpartition()` to get the tensor back), or use "
+             "`t.partition_mut(...)` to borrow it instead of moving it")
+    raise OwnershipError([diag])
+
+
+def check_host_access(tensor, what: str, *, write: bool = False) -> None:
+    """Refuse host access to memory that in-flight work writes (or, for a write, touches)."""
+    if not _count:
+        return
+    hit = _overlapping(tensor, want_mut=write)
+    if hit is None:
+        return
+    flight, entry = hit
+    where = user_call_site()
+    if BORROWS is not None:
+        from cutile_lab.runtime.callsite import user_name_of
+        publish(flight)
+        d = BORROWS.check_use(tensor.id, "write" if write else "read", where,
+                              tensor.name or user_name_of(tensor))
+        if d is not None and d.code != "TL102":
+            raise OwnershipError([d])
+    mut = entry[2]
+    code = "TL103" if mut else "TL105"
+    verb = "writing" if mut else "reading"
+    labels = (Label(flight.where, f"`{flight.label}` launched here, still in flight"),) \
+        if flight.where else ()
+    param = f" (as `{entry[4]}`)" if entry[4] else ""
+    diag = Diagnostic(
+        code, "error",
+        f"cannot {what}: in-flight work {flight.describe()} is {verb} "
+        f"{_tensor_name(tensor)}{param}",
+        where, labels,
+        help="wait for that work first: `.sync()` / `await` the op (or `pending.wait()`), "
+             "or compose the next step with `.then(...)`",
+        notes=(f"the work was launched at {describe(flight.where)}",))
+    raise OwnershipError([diag])
+
+
+def check_launch_borrows(args, exclude: Flight | None, where,
+                         exclude_lane=NO_LANE) -> list:
+    """TL104/TL105 for one launch: ``args`` is [(param, tensor, mut)]; returns
+    [(param, diagnostic)]. Work already queued on the same chain (``exclude``) or on the same
+    stream (``exclude_lane``) is ordered before this launch and does not conflict."""
+    if not _count:
+        return []
+    from cutile_lab.runtime.callsite import as_span
+    where = as_span(where)
+    out = []
+    for param, tensor, mut in args:
+        hit = _overlapping(tensor, want_mut=mut, exclude=exclude, exclude_lane=exclude_lane)
+        if hit is None:
+            continue
+        flight, entry = hit
+        if BORROWS is not None:
+            publish(flight)
+            d = BORROWS.check_use(tensor.id, "launch_mut" if mut else "launch", where, param,
+                                  allow_moved=True)
+            if d is not None:
+                out.append((param, d))
+                continue
+        emut = entry[2]
+        code = "TL104" if emut else "TL105"
+        verb = "writing" if emut else "reading"
+        labels = (Label(flight.where, f"`{flight.label}` launched here, still in flight"),) \
+            if flight.where else ()
+        out.append((param, Diagnostic(
+            code, "error",
+            f"`{param}`: in-flight work {flight.describe()} is {verb} this memory"
+            + (" (through another view of it)" if entry[3] is not tensor else ""),
+            where, labels,
+            help="wait for that work first (`.sync()`, `await`, `pending.wait()`), or chain "
+                 "this launch after it with `.then(...)` so that the stream orders them")))
+    return out
+
+
+def pending_reader_stream(tensor):
+    """The stream of unfinished work reading this tensor (for a CAI export's ``stream``)."""
+    if not _count:
+        return None
+    hit = _overlapping(tensor, want_mut=True)
+    if hit is None:
+        return None
+    flight = hit[0]
+    if flight.stream is None:
+        return None
+    from cutile_lab.runtime.memory import stream_handle
+    return stream_handle(flight.stream) or None
+
+
+def order_consumer_stream(tensor, consumer_stream: int) -> None:
+    """DLPack export: make the consumer's stream wait for unfinished work reading the tensor."""
+    if not _count:
+        return
+    hit = _overlapping(tensor, want_mut=True)
+    if hit is None or hit[0].stream is None:
+        return
+    from cutile_lab.runtime.memory import wait_event_handle
+    ev = hit[0].stream.record()
+    # DLPack's 1 (legacy default) and 2 (per-thread default) are the driver's own
+    # CU_STREAM_LEGACY / CU_STREAM_PER_THREAD handles, so the value passes through.
+    wait_event_handle(int(consumer_stream), ev.handle)
+
+
+def wait_ready(storage, stream, capturing: bool = False) -> None:
+    """Foreign memory whose producer had work queued: order ``stream`` after it (while a graph
+    is being captured, wait on the host instead: the graph must not depend on that event)."""
+    ev = getattr(storage, "ready", None)
+    if ev is None:
+        return
+    ev = getattr(ev, "ev", ev)       # creation._OwnedEvent wraps a CUevent
+    from cuda.bindings import driver
+    (err,) = driver.cuEventQuery(ev)
+    if int(err) == 0:
+        storage.ready = None
+        return
+    if capturing:
+        driver.cuEventSynchronize(ev)
+        storage.ready = None
+        return
+    from cutile_lab.runtime.memory import wait_event_handle
+    wait_event_handle(stream, ev)
+
+
+def _reset_for_tests() -> None:
+    global _count
+    with _lock:
+        for lane in _lanes.values():
+            for f in lane:
+                f.done = True
+        _lanes.clear()
+        _count = 0
+    if BORROWS is not None:
+        BORROWS.clear()
+
+
+__all__ = ["OwnershipError", "MoveRecord", "Flight", "register", "add_borrow", "release",
+           "reap", "live_flights", "raise_use_after_move", "check_host_access",
+           "check_launch_borrows", "pending_reader_stream", "order_consumer_stream", "wait_ready"]

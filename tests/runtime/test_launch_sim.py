@@ -1,0 +1,398 @@
+"""Launches, partitions, moves, borrows and DeviceOp composition on the simulator backend."""
+import asyncio
+
+import numpy as np
+import pytest
+
+import cutile_lab as cl
+from cutile_lab.errors import LaunchError
+from cutile_lab.runtime import OwnershipError, Partition
+from tests.runtime import kernels as K
+
+pytestmark = pytest.mark.usefixtures("sim")
+
+
+def codes(excinfo) -> list[str]:
+    return [d.code for d in excinfo.value.diagnostics]
+
+
+@pytest.mark.parametrize("n,tile", [(1000, 128), (127, 128), (1024, 128), (1, 64)])
+def test_vector_add_ragged(n, tile, rng):
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    x, y = cl.from_numpy(a).sync(), cl.from_numpy(b).sync()
+    z = cl.zeros(n).sync()
+    p = z.partition(tile)
+    assert p.grid == (-(-n // tile),) and p.ragged == bool(n % tile)
+    zp, x2, y2 = K.vadd(p, x, y).sync()
+    assert zp is p and x2 is x and y2 is y
+    z = zp.unpartition()
+    np.testing.assert_array_equal(z.to_numpy(), a + b)
+
+
+def test_2d_ragged_and_strided_inputs(rng):
+    a = rng.standard_normal((100, 140)).astype(np.float32)
+    b = rng.standard_normal((100, 70)).astype(np.float32)
+    x = cl.from_numpy(a).sync()[:, ::2]          # non-contiguous inner dim
+    y = cl.from_numpy(b).sync()
+    z = cl.zeros((100, 70)).sync()
+    zp, _, _ = K.add2d(z.partition((32, 32)), x, y).sync()
+    assert zp.grid == (4, 3)
+    np.testing.assert_allclose(zp.unpartition().to_numpy(), a[:, ::2] + b, rtol=0, atol=0)
+
+
+def test_softmax_rows(rng):
+    a = rng.standard_normal((37, 256)).astype(np.float32)
+    x = cl.from_numpy(a).sync()
+    out = cl.empty((37, 256))
+    op, _ = K.softmax_rows(out.partition((1, 256)), x).sync()
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(op.unpartition().to_numpy(), e / e.sum(axis=1, keepdims=True),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_gemm_f16_small(rng):
+    m, n, k = 64, 96, 80
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = cl.zeros((m, n), cl.f16).sync()
+    cp, _, _ = K.gemm16(c.partition((32, 32)), cl.from_numpy(a).sync(),
+                        cl.from_numpy(b).sync(), BK=16).sync()
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(cp.unpartition().to_numpy().astype(np.float64), ref,
+                               rtol=2e-2, atol=5e-2)
+
+
+def test_scalar_argument_and_keywords(rng):
+    a = rng.standard_normal(300).astype(np.float32)
+    x = cl.from_numpy(a).sync()
+    z = cl.zeros(300).sync()
+    zp, _, _, alpha = K.saxpy(z.partition(128), x, y=x, alpha=2.5).sync()
+    assert alpha == 2.5
+    np.testing.assert_allclose(zp.unpartition().to_numpy(), 3.5 * a, rtol=1e-6)
+
+
+def test_device_ops_as_arguments():
+    z = cl.zeros(256).partition(64)               # a DeviceOp whose result is a partition
+    zp, x, y = K.vadd(z, cl.ones(256), cl.full(256, 2.0)).sync()
+    assert isinstance(zp, Partition)
+    assert (zp.unpartition().to_numpy() == 3.0).all()
+
+
+def test_numpy_arrays_as_arguments(rng):
+    a = rng.standard_normal(200).astype(np.float32)
+    out = np.zeros(200, np.float32)
+    K.vadd(cl.asarray(out).partition(64), a, a).sync()
+    np.testing.assert_array_equal(out, 2 * a)        # written in place, zero-copy
+
+
+# --- moves -------------------------------------------------------------------------------------
+
+def test_use_after_move_is_an_error_naming_the_move():
+    z = cl.zeros(256).sync()
+    p = z.partition(128)
+    for use in (lambda: z.to_numpy(), lambda: np.asarray(z), lambda: z[1:],
+                lambda: z.partition(64), lambda: K.vadd(z.partition_mut(128), p, p).sync()):
+        with pytest.raises(OwnershipError) as e:
+            use()
+        d = e.value.diagnostics[0]
+        assert d.code == "TL102"
+        assert "`z`" in d.message and "moved into a partition" in d.message
+        assert d.labels and d.labels[0].span.filename == __file__
+    assert "moved into a partition" in repr(z)
+
+
+def test_moved_tensor_passed_to_launch():
+    x = cl.ones(128).sync()
+    z = cl.zeros(128).sync()
+    p = z.partition(64)
+    with pytest.raises(OwnershipError) as e:
+        K.vadd(p, x, z).sync()
+    assert codes(e) == ["TL102"]          # z is dead: it was moved into p
+    moved = e.value.diagnostics[0]
+    assert "`z`" in moved.message and any(l.message.endswith("moved into a partition here")
+                                          for l in moved.labels)
+
+
+def test_unpartition_gives_the_tensor_back_and_uses_up_the_partition():
+    z = cl.zeros(256).sync()
+    p = z.partition(128)
+    K.vadd(p, cl.ones(256), cl.ones(256)).sync()
+    z2 = p.unpartition()
+    assert (z2.to_numpy() == 2).all()
+    with pytest.raises(OwnershipError) as e:
+        K.vadd(p, z2, z2).sync()
+    assert codes(e) == ["TL102"] and "unpartition" in e.value.diagnostics[0].message
+
+
+def test_partition_mut_leaves_tensor_usable(rng):
+    a = rng.standard_normal(300).astype(np.float32)
+    x = cl.from_numpy(a).sync()
+    z = cl.zeros(300).sync()
+    K.scale(z.partition_mut(128), x, 2.0).sync()
+    np.testing.assert_allclose(z.to_numpy(), 2 * a)
+    K.accumulate(z.partition_mut(128), x).sync()
+    np.testing.assert_allclose(z.to_numpy(), 3 * a, rtol=1e-6)
+
+
+def test_partition_mut_context_manager(rng):
+    a = rng.standard_normal(300).astype(np.float32)
+    x = cl.from_numpy(a).sync()
+    z = cl.zeros(300).sync()
+    with z.partition_mut(128) as p:
+        pending = K.scale(p, x, 3.0).start()
+        with pytest.raises(OwnershipError) as e:
+            z.to_numpy()                           # borrowed until the block ends
+        assert codes(e) == ["TL102"] and "borrowed" in e.value.diagnostics[0].message
+    assert pending.done()                          # the block's exit waited for the work
+    np.testing.assert_allclose(z.to_numpy(), 3 * a, rtol=1e-6)
+
+
+def test_partition_shape_errors():
+    z = cl.zeros((8, 8)).sync()
+    with pytest.raises(LaunchError, match="rank"):
+        z.partition(4)
+    with pytest.raises(LaunchError, match="positive"):
+        z.partition((0, 4))
+    assert z.partition_mut((4, 4)).grid == (2, 2)
+
+
+# --- in-flight borrows -----------------------------------------------------------------------
+
+def test_host_access_while_in_flight_is_refused_then_allowed():
+    x = cl.ones(256).sync()
+    z = cl.zeros(256).sync()
+    pending = K.scale(z.partition_mut(128), x, 2.0).start(); line = _line()
+    for access in (z.to_numpy, lambda: np.asarray(z), lambda: np.from_dlpack(z)):
+        with pytest.raises(OwnershipError) as e:
+            access()
+        d = e.value.diagnostics[0]
+        assert d.code == "TL103"
+        assert "`scale`" in d.message and "`z`" in d.message
+        assert any(lab.span.line == line and "launched here" in lab.message
+                   for lab in d.labels)
+    # reading an input of in-flight work is fine
+    assert (x.to_numpy() == 1).all()
+    pending.wait()
+    assert (z.to_numpy() == 2).all()
+
+
+def _line():
+    import sys
+    return sys._getframe(1).f_lineno
+
+
+def test_launch_using_in_flight_output_is_refused():
+    x = cl.ones(256).sync()
+    z = cl.zeros(256).sync()
+    w = cl.zeros(256).sync()
+    first = K.scale(z.partition_mut(128), x, 2.0).start()
+    with pytest.raises(OwnershipError) as e:          # reads what in-flight work writes
+        K.scale(w.partition_mut(128), z, 1.0).sync()
+    assert codes(e) == ["TL104"]
+    with pytest.raises(OwnershipError) as e:          # writes what in-flight work reads
+        K.scale(x.partition_mut(128), w, 1.0).sync()
+    assert codes(e) == ["TL105"]
+    first.wait()
+    K.scale(w.partition_mut(128), z, 1.0).sync()      # fine once it completed
+    assert (w.to_numpy() == 2).all()
+
+
+def test_views_overlap_in_flight_borrows():
+    z = cl.zeros(256).sync()
+    pending = K.scale(z[:128].partition_mut(64), cl.ones(128), 1.0).start()
+    with pytest.raises(OwnershipError):
+        z[100:110].to_numpy()
+    assert (z[128:].to_numpy() == 0).all()            # disjoint memory: fine
+    pending.wait()
+
+
+def test_chain_orders_its_own_launches():
+    x = cl.ones(256).sync()
+    z = cl.zeros(256).sync()
+    op = K.scale(z.partition_mut(128), x, 2.0).then(
+        lambda p, x, a: K.accumulate(z.partition_mut(128), x))
+    op.sync()
+    assert (z.to_numpy() == 3).all()
+
+
+# --- DeviceOp composition ----------------------------------------------------------------------
+
+def test_then_chains_and_tuple_unpacking():
+    op = cl.zeros(256).then(lambda z: K.scale(z.partition(128), cl.ones(256), 4.0)) \
+        .then(lambda p, x, alpha: p.unpartition())
+    z = op.sync()
+    assert (z.to_numpy() == 4).all()
+    assert cl.value(3).then(lambda v: v + 1).sync() == 4
+    a, b = cl.zip(cl.ones(3), cl.zeros(3)).sync()
+    assert (a.to_numpy() == 1).all() and (b.to_numpy() == 0).all()
+
+
+def test_sync_on_and_start():
+    s = cl.stream()
+    z = cl.ones(8).sync_on(s)
+    assert (z.to_numpy() == 1).all()
+    pending = cl.zeros(8).start()
+    assert "Pending" in repr(pending)
+    assert (pending.wait().to_numpy() == 0).all()
+
+
+def test_await_runs_ops_without_blocking_the_loop(rng):
+    a = rng.standard_normal(512).astype(np.float32)
+
+    async def main():
+        x = await cl.from_numpy(a)
+        z = await cl.zeros(512)
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            for _ in range(3):
+                ticks += 1
+                await asyncio.sleep(0)
+
+        (zp, _, _), _ = await asyncio.gather(K.scale(z.partition(128), x, 2.0), ticker())
+        return zp.unpartition(), ticks
+
+    z, ticks = asyncio.run(main())
+    np.testing.assert_allclose(z.to_numpy(), 2 * a)
+    assert ticks == 3
+
+
+def test_graph_replay_on_sim():
+    x = cl.ones(256).sync()
+    z = cl.zeros(256).sync()
+    g = cl.graph(K.accumulate(z.partition_mut(128), x))
+    g.replay(5)
+    assert (z.to_numpy() == 5).all()
+    assert "Graph" in repr(g)
+
+
+def test_cutile_kernel_needs_a_grid(rng):
+    src = (
+        "import cuda.tile as ct\n"
+        "@ct.kernel\n"
+        "def ct_add(z, x, y, B: ct.Constant[int]):\n"
+        "    tx = ct.load(x, index=(ct.bid(0),), shape=(B,), padding_mode=ct.PaddingMode.ZERO)\n"
+        "    ty = ct.load(y, index=(ct.bid(0),), shape=(B,), padding_mode=ct.PaddingMode.ZERO)\n"
+        "    ct.store(z, index=(ct.bid(0),), tile=tx + ty)\n")
+    ct_add = cl.kernels_from_source(src, "<ct_add>")["ct_add"]
+    a = rng.standard_normal(300).astype(np.float32)
+    x = cl.from_numpy(a).sync()
+    z = cl.zeros(300).sync()
+    with pytest.raises(LaunchError, match="grid"):
+        ct_add(z, x, x, 128).sync()
+    ct_add(z, x, x, 128, grid=(3,)).sync()
+    np.testing.assert_array_equal(z.to_numpy(), 2 * a)
+    cl.launch(ct_add, z, x, x, B=128, grid=3).sync()
+    np.testing.assert_array_equal(z.to_numpy(), 2 * a)
+
+
+def test_argument_binding_errors():
+    z = cl.zeros(128).sync()
+    with pytest.raises(LaunchError, match="takes 3 arguments"):
+        K.vadd(z.partition(64), z, z, z)
+    with pytest.raises(LaunchError, match="missing argument"):
+        K.vadd(cl.zeros(4))
+    with pytest.raises(LaunchError, match="no parameter"):
+        K.vadd(cl.zeros(4), cl.zeros(4), cl.zeros(4), bogus=1)
+
+
+def test_kernel_call_returns_lazy_op():
+    op = K.vadd(cl.zeros(4).partition(4), cl.zeros(4), cl.zeros(4))
+    assert isinstance(op, cl.DeviceOp) and "launch vadd" in repr(op)
+
+
+def test_ragged_partition_is_a_note_not_an_error():
+    op = K.vadd(cl.zeros(1000).partition(128), cl.ones(1000), cl.ones(1000))
+    zp, _, _ = op.sync()
+    assert [d.code for d in op.diagnostics] == ["TL114"]
+    assert (zp.unpartition().to_numpy() == 2).all()
+    op2 = K.vadd(cl.zeros(1024).partition(128), cl.ones(1024), cl.ones(1024))
+    op2.sync()
+    assert op2.diagnostics == []
+
+
+def test_launch_level_diagnostics_on_sim():
+    x = cl.randn(4096).sync()
+    z = cl.zeros(4096).sync()
+    cases = [
+        (lambda: K.vadd(z.partition_mut(512), z, x), "TL100"),
+        (lambda: K.two_outputs(z.partition_mut(512), z.partition_mut(512), x), "TL101"),
+        (lambda: K.fixed128(z.partition_mut(256), x), "TL110"),
+        (lambda: K.softmax_rows(cl.zeros((4, 256)).sync().partition((1, 128)),
+                                cl.zeros((4, 256)).sync()), "TL111"),
+        (lambda: K.vadd(z.partition_mut(256), cl.zeros(4096, cl.f16).sync(), x), "TL112"),
+        (lambda: K.vadd(z.partition_mut(256), cl.zeros((64, 64)).sync(), x), "TL113"),
+        (lambda: K.vadd(z, x, x), "TL115"),
+        (lambda: K.vadd(z.partition_mut(256), x.partition_mut(256), x), "TL116"),
+        (lambda: K.saxpy(z.partition_mut(256), x, x, x), "TL118"),
+        (lambda: K.two_outputs(z.partition_mut(256), cl.zeros(8192).sync().partition_mut(256),
+                               x), "TL119"),
+    ]
+    for make, code in cases:
+        with pytest.raises(OwnershipError) as e:
+            make().sync()
+        assert code in codes(e), (code, codes(e))
+    # a failed launch leaves nothing in flight and nothing moved
+    assert (z.to_numpy() == 0).all()
+
+
+def test_pack_args_widths():
+    import importlib
+    L = importlib.import_module("cutile_lab.runtime.launch")
+    from cutile_lab.compiling.artifact import LaunchParam
+    t = cl.zeros((4, 6)).sync()[:, ::2]
+    params = [LaunchParam("a", "array", "f32", 2, 32), LaunchParam("b", "array", "f32", 2, 64),
+              LaunchParam("s", "scalar", "f32"), LaunchParam("h", "scalar", "f16"),
+              LaunchParam("i", "scalar", "i64"), LaunchParam("w", "scalar", "bf16")]
+    args = L.pack_args(params, {"a": t, "b": t, "s": 1.5, "h": 2.0, "i": 7, "w": 1.0})
+    assert type(args[0]) is int and args[0] == t.ptr            # pointers: Python int (64-bit)
+    assert [type(a) for a in args[1:5]] == [np.int32] * 4      # shape, strides: i32
+    assert list(args[1:5]) == [4, 3, 6, 2]                     # strides in elements
+    assert [type(a) for a in args[6:10]] == [np.int64] * 4     # 64-bit index layout
+    assert type(args[10]) is np.float32 and args[10] == 1.5
+    assert type(args[11]) is np.float16
+    assert type(args[12]) is np.int64
+    assert type(args[13]) is np.uint16 and args[13] == 0x3F80  # bf16 1.0 as its bit pattern
+
+
+def test_layout_facts():
+    import importlib
+    L = importlib.import_module("cutile_lab.runtime.launch")
+    from cutile_lab.runtime.memory import HostStorage
+    from cutile_lab.runtime import Tensor
+    t = cl.zeros(1024).sync()
+    assert L._align(t.ptr) == 16 and L._align(t[1:].ptr) == 4 and L._align(t[2:].ptr) == 8
+    assert L._contiguous(t[::1]) and not L._contiguous(t[::2])
+    assert L._index_bits(t) == 32
+    huge = Tensor(HostStorage(0, 0, None), cl.f32, (2**31 + 5,))   # metadata only
+    assert L._index_bits(huge) == 64
+    wide = Tensor(HostStorage(0, 0, None), cl.f32, (2, 4), strides=(2**31, 1))
+    assert L._index_bits(wide) == 64
+
+
+def test_same_stream_is_not_a_conflict_on_gpu_semantics():
+    # on the simulator every started chain is in flight until waited for; a second writer
+    # started elsewhere is refused (TL104), which a GPU run also refuses across streams
+    x = cl.ones(256).sync()
+    z = cl.zeros(256).sync()
+    first = K.accumulate(z.partition_mut(128), x).start()
+    with pytest.raises(OwnershipError) as e:
+        K.accumulate(z.partition_mut(128), x).start()
+    assert codes(e) == ["TL105"] or codes(e) == ["TL104"]
+    first.wait()
+
+
+def test_ipython_top_level_await():
+    IPython = pytest.importorskip("IPython")
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_cell("import cutile_lab as cl\nfrom tests.runtime import kernels as K\n"
+                   "cl.set_backend('sim')")
+    r = shell.run_cell("z = await cl.zeros(256)\n"
+                       "zp, x, a = await K.scale(z.partition(128), cl.ones(256), 3.0)\n"
+                       "result = zp.unpartition().to_numpy()")
+    r.raise_error()
+    assert (shell.user_ns["result"] == 3).all()
+    assert IPython.version_info >= (7,)
