@@ -22,11 +22,8 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as _dt
-import importlib.metadata
 import json
-import platform
 import re
-import statistics
 import sys
 import time
 import traceback
@@ -37,6 +34,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cutile_lab as cl                                   # noqa: E402
+from benchmarks.common import (event_times, host_per_call, median, to_torch,  # noqa: E402
+                               torch_event_times, try_import as _try_import,
+                               versions as _versions)
 from cutile_lab.lang import *                             # noqa: E402,F401,F403
 
 H100_SXM_BW = 3.35e12
@@ -51,73 +51,6 @@ def _ct_add():
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from _ct_kernels import ct_add
     return ct_add
-
-
-def to_torch(t):
-    """Our tensor as a torch tensor without a copy (DLPack, else the CUDA array interface)."""
-    import torch
-    try:
-        out = torch.from_dlpack(t)
-    except Exception:
-        out = torch.as_tensor(t, device="cuda")
-    assert out.data_ptr() == t.ptr
-    return out
-
-
-# --- timing helpers -------------------------------------------------------------------------------
-
-def median(xs):
-    return float(statistics.median(xs))
-
-
-def event_times(run, stream, *, warmup=3, repeats=15) -> list[float]:
-    """Seconds per run from CUDA events on ``stream`` (a cuda.core Stream)."""
-    from cuda.core import EventOptions
-    opts = EventOptions(timing_enabled=True)
-    for _ in range(warmup):
-        run()
-    stream.sync()
-    pairs = []
-    for _ in range(repeats):
-        e0 = stream.record(options=opts)
-        run()
-        e1 = stream.record(options=opts)
-        pairs.append((e0, e1))
-    stream.sync()
-    return [(e1 - e0) / 1e3 for e0, e1 in pairs]
-
-
-def torch_event_times(run, *, warmup=3, repeats=15) -> list[float]:
-    import torch
-    for _ in range(warmup):
-        run()
-    torch.cuda.synchronize()
-    pairs = []
-    for _ in range(repeats):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        run()
-        b.record()
-        pairs.append((a, b))
-    torch.cuda.synchronize()
-    return [a.elapsed_time(b) / 1e3 for a, b in pairs]
-
-
-def host_per_call(run, sync, *, n=2000, warmup=200, rounds=7) -> float:
-    """Median over rounds of (host time of ``n`` calls) / n; ``sync`` drains the GPU between
-    rounds and is not timed."""
-    for _ in range(warmup):
-        run()
-    sync()
-    out = []
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            run()
-        t1 = time.perf_counter()
-        sync()
-        out.append((t1 - t0) / n)
-    return median(out)
 
 
 # --- the benchmark ---------------------------------------------------------------------------------
@@ -389,31 +322,6 @@ class Bench:
         rec("raw cuda.tile.launch (tiny)",
             host_per_call(lambda: ct.launch(stream, (1, 1, 1), ct_add, (tz, tx, ty, N)),
                           torch.cuda.synchronize, n=n_iter), kind="enqueue")
-
-
-def _try_import(name):
-    try:
-        return __import__(name)
-    except Exception:
-        return None
-
-
-def _versions() -> dict:
-    out = {"python": platform.python_version()}
-    for dist in ("cuda-core", "cuda-bindings", "cuda-tile", "numpy", "torch", "cupy-cuda12x",
-                 "cupy-cuda13x", "cupy"):
-        try:
-            out[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            pass
-    try:
-        from cutile_lab.compiling.toolchain import toolchain_or_none
-        tc = toolchain_or_none()
-        out["tileiras"] = tc.version if tc else None
-    except Exception:
-        pass
-    out["cutile_lab"] = cl.__version__
-    return out
 
 
 def main(argv=None) -> int:

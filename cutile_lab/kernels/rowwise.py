@@ -2,13 +2,15 @@
 
 Each kernel instance owns ``BR`` whole rows (``BN`` is the row length rounded up to a power of
 two; the padding columns are masked out of every reduction and never stored). Statistics are
-computed in f32 whatever the storage dtype.
+computed in f32 whatever the storage dtype. Softmax pads ragged rows with -inf
+(``pad="neg_inf"``); rows of a power-of-two length need no padding (``pad="zero"``), which lets
+the loads vectorise.
 """
 from cutile_lab.kernels.library import template
 
 SOFTMAX = template('''
 def softmax_{dt}(out: Mut[Tensor[{dt}, "BR, BN"]], x: Tensor[{dt}, "?, ?"]):
-    t = load_tile_like(x, out, padding="neg_inf").astype(f32)
+    t = load_tile_like(x, out, padding="{pad}").astype(f32)
     e = exp(t - max(t, axis=1, keepdims=True))
     out.store((e / sum(e, axis=1, keepdims=True)).astype({dt}))
 ''')

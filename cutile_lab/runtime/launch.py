@@ -383,7 +383,7 @@ class LaunchOp(DeviceOp):
             if isinstance(t, Tensor):
                 dtype = p.dtype.name if p.dtype is not None else t.dtype.name
                 layouts[name] = ArrayLayout(dtype, t.ndim, _contiguous(t), _align(t.ptr),
-                                            _index_bits(t))
+                                            _index_bits(t), _stride_align(t))
             else:
                 dtype = p.dtype.name if p.dtype is not None else _scalar_dtype(v)
                 layouts[name] = ScalarLayout(dtype)
@@ -506,9 +506,14 @@ def _pad3(grid) -> tuple[int, int, int]:
 
 
 def _grid_of(values, info) -> tuple[int, ...] | None:
+    """Tiles per axis of the ``Mut`` partition; one axis of all of them for a kernel in grouped
+    tile order (it maps the launch index back to a tile itself)."""
+    from cutile_lab.compiling.lowering import tile_order
     for name in info.names:
         v = values.get(name)
         if isinstance(v, Partition):
+            if tile_order(info.kdef) is not None:
+                return (int(np.prod(v.grid)),)
             return v.grid
     return None
 
@@ -522,6 +527,18 @@ def _align(ptr: int) -> int:
         return 16
     low = ptr & -ptr
     return 16 if low >= 16 else low
+
+
+def _stride_align(t: Tensor) -> int:
+    """Bytes (up to 16) every stride but a unit innermost one is divisible by: what lets the
+    compiler use TMA on 2-D and higher tiles; claiming more than is true would be unsound."""
+    align = 16
+    strides = t.strides[:-1] if _contiguous(t) else t.strides
+    for stride in strides:
+        b = abs(stride) * t.dtype.itemsize
+        if b:
+            align = min(align, b & -b)
+    return align
 
 
 def _index_bits(t: Tensor) -> int:

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from cutile_lab.kernels import attention as A, elementwise as E, gemm as G, rowwise as R
+from cutile_lab.kernels import elementwise as E, flash_attention as A, matmul as G, rowwise as R
 from cutile_lab.simulation import simulate
 
 RNG = np.random.default_rng()
@@ -28,7 +28,7 @@ def test_softmax_f16(rows, cols):
     x = _f16(RNG.standard_normal((rows, cols)) * 3)
     out = np.zeros_like(x)
     BN = 1 << (cols - 1).bit_length()
-    simulate(R.SOFTMAX.kernel(dt="f16"), [out, x], (rows, 1), {"BR": 1, "BN": BN})
+    simulate(R.SOFTMAX.kernel(dt="f16", pad="neg_inf" if cols != BN else "zero"), [out, x], (rows, 1), {"BR": 1, "BN": BN})
     ref = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
     ref /= ref.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(out.astype(np.float64), ref, atol=2e-3, rtol=1e-2)
@@ -57,7 +57,7 @@ def test_gemm_f16_grouped_order():
     a, b = _f16(RNG.standard_normal((M, K))), _f16(RNG.standard_normal((K, N)))
     c = np.zeros((M, N), np.float16)
     tiles = ((M + BM - 1) // BM) * ((N + BN - 1) // BN)
-    res = simulate(G.GEMM.kernel(dt="f16"), [c, a, b], (tiles,), {"BM": BM, "BN": BN, "BK": BK})
+    res = simulate(G.GEMM.kernel(dt="f16", hints=""), [c, a, b], (tiles,), {"BM": BM, "BN": BN, "BK": BK})
     assert res.ok, res.summary()
     assert (res.ownership["c"] >= 0).all()          # every tile written exactly once
     ref = a.astype(np.float64) @ b.astype(np.float64)
@@ -70,7 +70,8 @@ def test_attention_f16(causal):
     q, k, v = (_f16(RNG.standard_normal((BH, S, D))) for _ in range(3))
     out = np.zeros_like(q)
     scale = 1 / np.sqrt(D)
-    simulate(A.ATTENTION.kernel(dt="f16"), [out, q, k, v, scale], (BH, S // BQ, 1),
+    simulate(A.ATTENTION.kernel(dt="f16", hints=""), [out, q, k, v, scale * np.log2(np.e)],
+             (BH, S // BQ, 1),
              {"BQ": BQ, "D": D, "BKV": BKV, "CAUSAL": causal})
     s = np.einsum("bqd,bkd->bqk", q.astype(np.float64), k.astype(np.float64)) * scale
     if causal:

@@ -7,7 +7,7 @@ L2; ownership of C's tiles stays one-to-one, so the kernel is in the safe langua
 from cutile_lab.kernels.library import template
 
 GEMM = template('''
-@kernel(tile_order="grouped", group_size=8)
+@kernel(tile_order="grouped", group_size=8{hints})
 def gemm_{dt}(c: Mut[Tensor[{dt}, "BM, BN"]], a: Tensor[{dt}, "?, ?"], b: Tensor[{dt}, "?, ?"],
               BK: Const[int] = 64):
     acc = full((BM, BN), 0.0, dtype=f32)

@@ -1,0 +1,422 @@
+"""Kernel-library benchmark: each family against its PyTorch (cuBLAS, fused kernels, SDPA) and
+CuPy baselines and a device-to-device copy, measured side by side in one run.
+
+    python benchmarks/bench_kernels.py [--out DIR] [--tune] [--only gemm,softmax,...] [--quick]
+
+Method: bytes and flops are counted first; every configuration is checked against PyTorch on
+fresh random data before it is timed; times are medians of CUDA-event pairs after warm-up. The
+memory-bound inputs are far larger than L2 (50 MB); GEMM and attention run back to back, as
+their baselines do. ``--tune`` sweeps tile sizes and stores the fastest configuration per
+architecture in ``cutile_lab/kernels/tuned.json``. Writes ``benchmarks/results/kernels-<device>``
+``.json``/``.csv`` and the roofline and bandwidth plots beside them.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as _dt
+import json
+import math
+import re
+import sys
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import cutile_lab as cl                                              # noqa: E402
+from benchmarks.common import median, to_torch, try_import, versions  # noqa: E402
+from cutile_lab.kernels import elementwise, flash_attention, matmul, rowwise  # noqa: E402
+from cutile_lab.kernels.library import template                     # noqa: E402
+from cutile_lab.kernels.tuning import hints_text, store                         # noqa: E402
+from cutile_lab.performance import counting                         # noqa: E402
+
+# The same schedules with the output written by raw stores in `unsafe` code: what safety costs.
+UNSAFE_GEMM = template('''
+@kernel(tile_order="grouped", group_size=8{hints})
+def gemm_unsafe_{dt}(c: Mut[Tensor[{dt}, "BM, BN"]], a: Tensor[{dt}, "?, ?"],
+                     b: Tensor[{dt}, "?, ?"], BK: Const[int] = 64):
+    acc = full((BM, BN), 0.0, dtype=f32)
+    for k in range(num_tiles(a, 1, (BM, BK))):
+        ta = load_tile(a, (tile_id(0), k), (BM, BK))
+        tb = load_tile(b, (k, tile_id(1)), (BK, BN))
+        acc = mma(ta, tb, acc)
+    with unsafe():
+        store(c, (tile_id(0), tile_id(1)), acc.astype({dt}))
+''')
+
+UNSAFE_SOFTMAX = template('''
+def softmax_unsafe_{dt}(out: Mut[Tensor[{dt}, "BR, BN"]], x: Tensor[{dt}, "?, ?"]):
+    t = load_tile_like(x, out, padding="{pad}").astype(f32)
+    e = exp(t - max(t, axis=1, keepdims=True))
+    with unsafe():
+        store(out, (tile_id(0), tile_id(1)), (e / sum(e, axis=1, keepdims=True)).astype({dt}))
+''')
+
+
+def pow2(n):
+    return 1 << max(0, (n - 1).bit_length())
+
+
+class Bench:
+    def __init__(self, args):
+        from cutile_lab.performance.peaks import lookup_device
+        from cutile_lab.runtime.device import device_info, gpu
+        self.args = args
+        self.info = device_info()
+        self.peaks = lookup_device(self.info.name)
+        self.g = gpu()
+        self.s = self.g.new_stream()
+        self.torch = try_import("torch")
+        self.cupy = try_import("cupy")
+        self.rows: list[dict] = []
+        self.errors: list[str] = []
+        self.measurements = []
+
+    # --- timing -----------------------------------------------------------------------------
+    def ours(self, run, warmup=3, repeats=20):
+        from cuda.core import EventOptions
+        opts = EventOptions(timing_enabled=True)
+        for _ in range(warmup):
+            run()
+        self.s.sync()
+        pairs = []
+        for _ in range(repeats):
+            e0 = self.s.record(options=opts)
+            run()
+            e1 = self.s.record(options=opts)
+            pairs.append((e0, e1))
+        self.s.sync()
+        return median([(e1 - e0) / 1e3 for e0, e1 in pairs])
+
+    def theirs(self, run, warmup=3, repeats=20):
+        torch = self.torch
+        for _ in range(warmup):
+            run()
+        torch.cuda.synchronize()
+        pairs = []
+        for _ in range(repeats):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            run()
+            b.record()
+            pairs.append((a, b))
+        torch.cuda.synchronize()
+        return median([a.elapsed_time(b) / 1e3 for a, b in pairs])
+
+    def record(self, family, name, seconds, count, precision, baseline=None, **extra):
+        from cutile_lab.performance.measurement import Measurement
+        bw = count.bytes / seconds
+        flops = count.flops / seconds
+        row = {"family": family, "name": name, "ms": seconds * 1e3, "tb_s": bw / 1e12,
+               "tflop_s": flops / 1e12, "bytes": count.bytes, "flops": count.flops, **extra}
+        if self.peaks is not None:
+            row["pct_bw"] = 100 * bw / self.peaks.mem_bw
+            peak = self.peaks.peak_flops(precision)
+            if peak and count.flops:
+                row["pct_flops"] = 100 * flops / peak
+        if baseline:
+            row["vs_baseline"] = baseline / seconds
+        self.rows.append(row)
+        self.measurements.append(Measurement(name=name, kernel=family, precision=precision,
+                                             flops=count.flops, bytes=count.bytes,
+                                             seconds=seconds, samples=[seconds],
+                                             device=self.info.name, params=extra))
+        vs = f"  x{row['vs_baseline']:.3f} vs baseline" if baseline else ""
+        print(f"  {name:44s} {seconds * 1e3:9.3f} ms {row['tb_s']:7.3f} TB/s "
+              f"{row['tflop_s']:8.1f} TFLOP/s{vs}")
+        return row
+
+    def guard(self, what, fn, *a):
+        try:
+            return fn(*a)
+        except Exception as e:
+            msg = f"{what}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+            self.errors.append(msg)
+            print("  !!", msg)
+            traceback.print_exc()
+
+    # --- families ---------------------------------------------------------------------------
+    def launcher(self, kernel, out, tile, *args, **consts):
+        """A re-startable launch writing ``out`` in place (a mutable borrow, not a move)."""
+        def run():
+            op = kernel(out.partition_mut(tile), *args, **consts)
+            op.start(self.s)
+            return op
+        return run
+
+    def elementwise(self):
+        torch = self.torch
+        n = 1 << 28
+        print("\n[add] f32, 2^28 elements")
+        x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+        ref = x + y
+        cx, cy = cl.asarray(x), cl.asarray(y)
+        z = cl.empty(n, "f32")
+        tz = to_torch(z)
+        count = counting.count_elementwise(n, 4, n_inputs=2)
+        t_torch = self.theirs(lambda: torch.add(x, y, out=ref))
+        self.record("add", "torch.add", t_torch, count, "f32")
+        if self.cupy is not None:
+            cp = self.cupy
+            ax, ay = cp.asarray(x), cp.asarray(y)
+            az = cp.empty_like(ax)
+            self.record("add", "cupy.add", self.theirs(lambda: cp.add(ax, ay, out=az)), count,
+                        "f32")
+        w = torch.empty_like(x)
+        copy = counting.count_elementwise(n, 4, n_inputs=1, flops_per_elem=0)
+        self.record("add", "device-to-device copy", self.theirs(lambda: w.copy_(x)), copy, "f32")
+        best = None
+        kernel = elementwise.ADD.kernel(dt="f32")
+        for B in ([2048] if self.args.quick else [1024, 2048, 4096]):
+            run = self.launcher(kernel, z, B, cx, cy)
+            run()
+            self.s.sync()
+            assert torch.equal(tz, x + y), f"add B={B} is wrong"
+            t = self.ours(run)
+            self.record("add", f"cutile_lab add B={B}", t, count, "f32", baseline=t_torch, B=B)
+            best = min(best or (t, B), (t, B))
+        if self.args.tune:
+            store(self.info.arch, "add", {"B": best[1]}, ms=best[0] * 1e3)
+
+    def rowwise_family(self):
+        torch = self.torch
+        F = torch.nn.functional
+        for cols in ([8192] if self.args.quick else [1024, 8192, 32768]):
+            rows = (1 << 27) // cols          # 256 MB of f16 input
+            print(f"\n[row-wise] f16, {rows} x {cols}")
+            x = torch.randn(rows, cols, device="cuda", dtype=torch.float16) * 2
+            w = torch.randn(cols, device="cuda", dtype=torch.float16)
+            b = torch.randn(cols, device="cuda", dtype=torch.float16)
+            cx, cw, cb = cl.asarray(x), cl.asarray(w), cl.asarray(b)
+            out = cl.empty((rows, cols), "f16")
+            tout = to_torch(out)
+            cases = {
+                "softmax": (rowwise.SOFTMAX, (cx,), lambda: torch.softmax(x, -1), 5,
+                            lambda: torch.softmax(x.float(), -1)),
+                "layernorm": (rowwise.LAYERNORM, (cx, cw, cb, cols, 1e-5),
+                              lambda: F.layer_norm(x, (cols,), w, b, 1e-5), 8,
+                              lambda: F.layer_norm(x.float(), (cols,), w.float(), b.float(),
+                                                   1e-5)),
+                "rmsnorm": (rowwise.RMSNORM, (cx, cw, cols, 1e-6),
+                            lambda: F.rms_norm(x, (cols,), w, 1e-6), 4,
+                            lambda: F.rms_norm(x.float(), (cols,), w.float(), 1e-6)),
+            }
+            for family, (tmpl, args, torch_fn, flops, ref_fn) in cases.items():
+                extra_bytes = cols * 2 * (len(args) - 1 if family != "softmax" else 0)
+                count = counting.count_rowwise(rows, cols, 2, flops, param_bytes=extra_bytes)
+                t_torch = self.theirs(torch_fn)
+                self.record(family, f"torch {family} {cols}", t_torch, count, "f16", cols=cols)
+                ref = ref_fn()
+                subs = {"dt": "f16"}
+                if family == "softmax":
+                    subs["pad"] = "zero" if cols == pow2(cols) else "neg_inf"
+                kernel = tmpl.kernel(**subs)
+                best = None
+                brs = [4, 8, 16] if cols <= 1024 else ([2, 4] if cols <= 8192 else [1, 2])
+                for BR in brs:
+                    run = self.launcher(kernel, out, (BR, pow2(cols)), *args)
+                    run()
+                    self.s.sync()
+                    err = (tout.float() - ref).abs().max().item()
+                    assert err < 5e-2, f"{family} {cols} BR={BR}: max error {err}"
+                    t = self.ours(run)
+                    self.record(family, f"cutile_lab {family} {cols} BR={BR}", t, count, "f16",
+                                baseline=t_torch, cols=cols, BR=BR, max_err=err)
+                    best = min(best or (t, BR), (t, BR))
+                if self.args.tune:
+                    store(self.info.arch, family, {"BR": best[1]}, variant=str(cols),
+                          ms=best[0] * 1e3, torch_ms=t_torch * 1e3)
+                if family == "softmax":
+                    self.guard("safety softmax", self.safety_softmax, cx, out, tout, ref, cols,
+                               best[1], count)
+
+    def safety_softmax(self, cx, out, tout, ref, cols, BR, count):
+        pad = "zero" if cols == pow2(cols) else "neg_inf"
+        safe = self.launcher(rowwise.SOFTMAX.kernel(dt="f16", pad=pad), out, (BR, pow2(cols)), cx)
+        raw = self.launcher(UNSAFE_SOFTMAX.kernel(dt="f16", pad=pad), out, (BR, pow2(cols)), cx)
+        raw()
+        self.s.sync()
+        assert (tout.float() - ref).abs().max().item() < 5e-2
+        ts, tu = [], []
+        for _ in range(3):               # interleaved, so drift hits both alike
+            ts.append(self.ours(safe))
+            tu.append(self.ours(raw))
+        self.record("safety", f"softmax {cols} safe", median(ts), count, "f16", cols=cols)
+        self.record("safety", f"softmax {cols} unsafe raw store", median(tu), count, "f16",
+                    cols=cols, safe_over_unsafe=median(ts) / median(tu))
+
+    def gemm_family(self):
+        torch = self.torch
+        configs = [(128, 128, 64, {}), (128, 128, 32, {}), (128, 128, 64, {"occupancy": 2}),
+                   (128, 256, 64, {"num_ctas": 2}), (256, 128, 64, {"num_ctas": 2}),
+                   (128, 256, 32, {}), (64, 256, 64, {})]
+        if self.args.quick:
+            configs = configs[:2]
+        for dt, tdt in (("f16", torch.float16), ("bf16", torch.bfloat16)):
+            for n in (4096, 8192):
+                print(f"\n[gemm] {dt}, M=N=K={n}")
+                a = torch.randn(n, n, device="cuda", dtype=tdt)
+                b = torch.randn(n, n, device="cuda", dtype=tdt)
+                count = counting.count_gemm(n, n, n, 2, 2)
+                t_torch = self.theirs(lambda: torch.matmul(a, b))
+                self.record("gemm", f"torch.matmul (cuBLAS) {dt} {n}", t_torch, count, dt, n=n)
+                ref = torch.matmul(a.float(), b.float())
+                ca, cb = cl.asarray(a), cl.asarray(b)
+                c = cl.empty((n, n), dt)
+                tc = to_torch(c)
+                best = None
+                for BM, BN, BK, hints in configs:
+                    kernel = matmul.GEMM.kernel(dt=dt, hints=hints_text(hints))
+                    try:
+                        run = self.launcher(kernel, c, (BM, BN), ca, cb, BK=BK)
+                        run()
+                        self.s.sync()
+                    except Exception as e:
+                        print(f"  config {BM}x{BN}x{BK} {hints}: {type(e).__name__}: {e}")
+                        continue
+                    err = ((tc.float() - ref).abs().max() / ref.abs().max()).item()
+                    assert err < 2e-2, f"gemm {dt} {n} {BM}x{BN}x{BK}: relative error {err}"
+                    t = self.ours(run)
+                    tag = "".join(f" {k}={v}" for k, v in hints.items())
+                    self.record("gemm", f"cutile_lab gemm {dt} {n} {BM}x{BN}x{BK}{tag}", t, count,
+                                dt, baseline=t_torch, n=n, BM=BM, BN=BN, BK=BK, rel_err=err,
+                                **hints)
+                    cfg = {"BM": BM, "BN": BN, "BK": BK, **hints}
+                    if best is None or t < best[0]:
+                        best = (t, cfg)
+                if self.args.tune and best and n == 8192:
+                    store(self.info.arch, "gemm", best[1], ms=best[0] * 1e3,
+                          cublas_ms=t_torch * 1e3, dtype=dt)
+                if best and dt == "f16" and n == 8192:
+                    self.guard("safety gemm", self.safety_gemm, ca, cb, c, tc, ref, best[1],
+                               count)
+
+    def safety_gemm(self, ca, cb, c, tc, ref, cfg, count):
+        BM, BN, BK, hints = cfg["BM"], cfg["BN"], cfg["BK"], hints_text(cfg)
+        safe = self.launcher(matmul.GEMM.kernel(dt="f16", hints=hints), c, (BM, BN), ca, cb,
+                             BK=BK)
+        raw = self.launcher(UNSAFE_GEMM.kernel(dt="f16", hints=hints), c, (BM, BN), ca, cb,
+                            BK=BK)
+        raw()
+        self.s.sync()
+        assert ((tc.float() - ref).abs().max() / ref.abs().max()).item() < 2e-2
+        ts, tu = [], []
+        for _ in range(3):
+            ts.append(self.ours(safe))
+            tu.append(self.ours(raw))
+        self.record("safety", "gemm f16 8192 safe", median(ts), count, "f16")
+        self.record("safety", "gemm f16 8192 unsafe raw store", median(tu), count, "f16",
+                    safe_over_unsafe=median(ts) / median(tu))
+
+    def attention_family(self):
+        torch = self.torch
+        F = torch.nn.functional
+        B, H, S, D = 4, 32, 4096, 128
+        print(f"\n[attention] f16, batch {B}, heads {H}, seq {S}, head dim {D}")
+        q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.float16) for _ in range(3))
+        cq, ck, cv = (cl.asarray(t.view(B * H, S, D)) for t in (q, k, v))
+        out = cl.empty((B * H, S, D), "f16")
+        tout = to_torch(out).view(B, H, S, D)
+        configs = [(128, 64, {}), (128, 64, {"occupancy": 2}), (64, 64, {"occupancy": 2}),
+                   (128, 32, {})]
+        if self.args.quick:
+            configs = configs[:1]
+        for causal in (False, True):
+            flops = 4 * B * H * S * S * D * (0.5 if causal else 1.0)
+            count = counting.FlopByteCount(flops, 3 * B * H * S * D * 2, B * H * S * D * 2)
+            t_torch = self.theirs(lambda: F.scaled_dot_product_attention(q, k, v,
+                                                                         is_causal=causal))
+            tag = "causal" if causal else "non-causal"
+            self.record("attention", f"torch SDPA {tag}", t_torch, count, "f16", causal=causal)
+            ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal).float()
+            best = None
+            for BQ, BKV, hints in configs:
+                kernel = flash_attention.ATTENTION.kernel(dt="f16", hints=hints_text(hints))
+                try:
+                    run = self.launcher(kernel, out, (1, BQ, D), cq, ck, cv,
+                                        math.log2(math.e) / math.sqrt(D), BKV=BKV,
+                                        CAUSAL=int(causal))
+                    run()
+                    self.s.sync()
+                except Exception as e:
+                    print(f"  config BQ={BQ} BKV={BKV} {hints}: {type(e).__name__}: {e}")
+                    continue
+                err = (tout.float() - ref).abs().max().item()
+                assert err < 3e-2, f"attention {tag} BQ={BQ} BKV={BKV}: max error {err}"
+                t = self.ours(run)
+                htag = "".join(f" {k}={v}" for k, v in hints.items())
+                self.record("attention", f"cutile_lab attention {tag} BQ={BQ} BKV={BKV}{htag}",
+                            t, count, "f16", baseline=t_torch, causal=causal, BQ=BQ, BKV=BKV,
+                            max_err=err, **hints)
+                if best is None or t < best[0]:
+                    best = (t, {"BQ": BQ, "BKV": BKV, **hints})
+            if self.args.tune and best and not causal:
+                store(self.info.arch, "attention", best[1], ms=best[0] * 1e3,
+                      sdpa_ms=t_torch * 1e3)
+
+
+def write(bench: Bench, out: str | None):
+    info = bench.info
+    result = {"device": info.name, "arch": info.arch,
+              "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+              "versions": versions(), "rows": bench.rows, "errors": bench.errors}
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", info.name).strip("-").lower()
+    dirs = [Path(__file__).resolve().parent / "results"] + ([Path(out)] if out else [])
+    keys = sorted({k for r in bench.rows for k in r}, key=lambda k: (k not in ("family", "name"), k))
+    for d in dirs:
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"kernels-{slug}.json").write_text(json.dumps(result, indent=2, default=str))
+        with open(d / f"kernels-{slug}.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=["device", "date"] + keys)
+            w.writeheader()
+            for r in bench.rows:
+                w.writerow({"device": info.name, "date": result["date"], **r})
+        try:
+            from cutile_lab.performance.roofline import bandwidth_figure, roofline_figure
+            best = {}
+            for m in bench.measurements:
+                if m.name.startswith("cutile_lab") or m.name.startswith("torch"):
+                    key = (m.kernel, m.name.split(" BR=")[0].split(" B=")[0].rsplit(" ", 1)[0])
+                    if key not in best or m.seconds < best[key].seconds:
+                        best[key] = m
+            fig = roofline_figure([m for m in best.values() if m.flops], bench.peaks)
+            fig.savefig(d / f"kernels-{slug}-roofline.png", dpi=110)
+            series = {}
+            for m in bench.measurements:
+                if m.kernel in ("softmax", "layernorm", "rmsnorm", "add"):
+                    series.setdefault(m.name.split(" ")[0] + " " + m.kernel, []).append(
+                        (m.bytes, m.seconds))
+            fig = bandwidth_figure(series, bench.peaks)
+            fig.savefig(d / f"kernels-{slug}-bandwidth.png", dpi=110)
+        except Exception as e:
+            bench.errors.append(f"plots: {type(e).__name__}: {e}")
+    print(f"\nwrote {dirs[0]}/kernels-{slug}.json, .csv and plots")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out")
+    ap.add_argument("--tune", action="store_true", help="store the fastest configurations")
+    ap.add_argument("--only", help="comma list of: add,rowwise,gemm,attention")
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args(argv)
+    cl.set_backend("gpu")
+    bench = Bench(args)
+    if bench.torch is None:
+        print("PyTorch is needed for the baselines")
+        return 1
+    print(f"device: {bench.info}")
+    families = {"add": bench.elementwise, "rowwise": bench.rowwise_family,
+                "gemm": bench.gemm_family, "attention": bench.attention_family}
+    chosen = args.only.split(",") if args.only else list(families)
+    for name in chosen:
+        bench.guard(name, families[name])
+    write(bench, args.out)
+    if bench.errors:
+        print("errors:", *bench.errors, sep="\n  ")
+    return 1 if bench.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

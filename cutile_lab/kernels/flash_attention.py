@@ -1,0 +1,51 @@
+"""Flash-attention forward: softmax(Q Kᵀ · scale) V, one (BQ, D) block of queries per kernel
+instance, streaming K and V in BKV blocks with an online softmax (running max and sum in f32,
+base-2 exponentials with the scale folded into ``qk_scale = scale · log2 e``).
+
+Tensors are (batch·heads, sequence, head_dim). The causal variant runs the blocks wholly below
+the diagonal without a mask and masks only the blocks that cross it.
+"""
+from cutile_lab.kernels.library import template
+
+ATTENTION = template('''
+@kernel(opt_level=3{hints})
+def attention_{dt}(out: Mut[Tensor[{dt}, "1, BQ, D"]], q: Tensor[{dt}, "?, ?, D"],
+                   k: Tensor[{dt}, "?, ?, D"], v: Tensor[{dt}, "?, ?, D"], qk_scale: f32,
+                   BKV: Const[int] = 64, CAUSAL: Const[int] = 0):
+    bh = tile_id(0)
+    qi = tile_id(1)
+    tq = reshape(load_tile_like(q, out), (BQ, D))
+    m = full((BQ, 1), -1.0e30, dtype=f32)
+    l = full((BQ, 1), 0.0, dtype=f32)
+    acc = full((BQ, D), 0.0, dtype=f32)
+    zero = full((BQ, BKV), 0.0, dtype=f32)
+    n_kv = num_tiles(k, 1, (1, BKV, D))
+    n_full = n_kv
+    if CAUSAL:
+        n_full = (qi * BQ) // BKV
+        n_kv = (qi * BQ + BQ + BKV - 1) // BKV
+    for j in range(n_full):
+        tk = reshape(load_tile(k, (bh, j, 0), (1, BKV, D)), (BKV, D))
+        s = mma(tq, transpose(tk), zero) * qk_scale
+        m_new = maximum(m, max(s, axis=1, keepdims=True))
+        p = exp2(s - m_new)
+        alpha = exp2(m - m_new)
+        l = l * alpha + sum(p, axis=1, keepdims=True)
+        tv = reshape(load_tile(v, (bh, j, 0), (1, BKV, D)), (BKV, D))
+        acc = mma(p.astype({dt}), tv, acc * alpha)
+        m = m_new
+    rows = reshape(arange(BQ, dtype=i32), (BQ, 1)) + qi * BQ
+    for j in range(n_full, n_kv):
+        tk = reshape(load_tile(k, (bh, j, 0), (1, BKV, D)), (BKV, D))
+        s = mma(tq, transpose(tk), zero) * qk_scale
+        cols = reshape(arange(BKV, dtype=i32), (1, BKV)) + j * BKV
+        s = where(cols <= rows, s, -1.0e30)
+        m_new = maximum(m, max(s, axis=1, keepdims=True))
+        p = exp2(s - m_new)
+        alpha = exp2(m - m_new)
+        l = l * alpha + sum(p, axis=1, keepdims=True)
+        tv = reshape(load_tile(v, (bh, j, 0), (1, BKV, D)), (BKV, D))
+        acc = mma(p.astype({dt}), tv, acc * alpha)
+        m = m_new
+    out.store(reshape((acc / l).astype({dt}), (1, BQ, D)))
+''')

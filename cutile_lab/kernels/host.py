@@ -1,0 +1,118 @@
+"""Host functions of the kernel library: each takes tensors (ours, PyTorch, CuPy, or NumPy on the
+simulator), allocates the output, partitions it, launches the kernel and returns a ``DeviceOp``
+whose result is the output tensor. ``.sync()`` (or ``await``) runs it.
+"""
+from __future__ import annotations
+
+import math
+
+from cutile_lab.kernels import flash_attention as _attention
+from cutile_lab.kernels import elementwise as _elementwise
+from cutile_lab.kernels import matmul as _gemm
+from cutile_lab.kernels import rowwise as _rowwise
+from cutile_lab.kernels.tuning import config, hints_text
+
+
+def _tensor(x):
+    from cutile_lab.runtime import Tensor, asarray, backend, from_numpy
+    if isinstance(x, Tensor):
+        return x
+    import numpy as np
+    if isinstance(x, np.ndarray) and backend() == "gpu":
+        return from_numpy(x).sync()
+    return asarray(x)
+
+
+def _arch() -> str | None:
+    from cutile_lab.runtime import backend
+    if backend() != "gpu":
+        return None
+    from cutile_lab.runtime import device_info
+    return device_info().arch
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def _unpartition_first(handed_back: tuple):
+    """A launch hands back all its arguments; the library's result is the output tensor."""
+    return handed_back[0].unpartition()
+
+
+def add(x, y, *, B: int | None = None):
+    """``x + y`` element-wise (1-D)."""
+    from cutile_lab.runtime import empty
+    x, y = _tensor(x), _tensor(y)
+    B = B or config("add", _arch())["B"]
+    z = empty(x.shape, x.dtype)
+    kernel = _elementwise.ADD.kernel(dt=x.dtype.name)
+    return kernel(z.partition(B), x, y).then(_unpartition_first)
+
+
+def saxpy(alpha: float, x, y, *, B: int | None = None):
+    """``alpha * x + y`` element-wise (1-D), computed in f32."""
+    from cutile_lab.runtime import empty
+    x, y = _tensor(x), _tensor(y)
+    B = B or config("saxpy", _arch())["B"]
+    z = empty(x.shape, x.dtype)
+    kernel = _elementwise.SAXPY.kernel(dt=x.dtype.name)
+    return kernel(z.partition(B), x, y, float(alpha)).then(_unpartition_first)
+
+
+def _rowwise_launch(family: str, template, x, extra, BR: int | None):
+    from cutile_lab.runtime import empty
+    rows, cols = x.shape
+    cfg = config(family, _arch(), variant=str(cols))
+    BR = BR or cfg["BR"]
+    out = empty(x.shape, x.dtype)
+    subs = {"dt": x.dtype.name}
+    if family == "softmax":
+        subs["pad"] = "zero" if cols == _pow2(cols) else "neg_inf"
+    kernel = template.kernel(**subs)
+    return kernel(out.partition((BR, _pow2(cols))), x, *extra).then(_unpartition_first)
+
+
+def softmax(x, *, BR: int | None = None):
+    """Softmax over the last axis of a 2-D tensor (statistics in f32)."""
+    x = _tensor(x)
+    return _rowwise_launch("softmax", _rowwise.SOFTMAX, x, (), BR)
+
+
+def layernorm(x, weight, bias, eps: float = 1e-5, *, BR: int | None = None):
+    """Layer normalisation over the last axis, with weight and bias."""
+    x, w, b = _tensor(x), _tensor(weight), _tensor(bias)
+    return _rowwise_launch("layernorm", _rowwise.LAYERNORM, x, (w, b, x.shape[1], float(eps)),
+                           BR)
+
+
+def rmsnorm(x, weight, eps: float = 1e-6, *, BR: int | None = None):
+    """RMS normalisation over the last axis, with weight."""
+    x, w = _tensor(x), _tensor(weight)
+    return _rowwise_launch("rmsnorm", _rowwise.RMSNORM, x, (w, x.shape[1], float(eps)), BR)
+
+
+def gemm(a, b, *, BM: int | None = None, BN: int | None = None, BK: int | None = None):
+    """``a @ b`` for 2-D f16/bf16 (f32 accumulation), in grouped tile order."""
+    from cutile_lab.runtime import empty
+    a, b = _tensor(a), _tensor(b)
+    cfg = config("gemm", _arch())
+    BM, BN, BK = BM or cfg["BM"], BN or cfg["BN"], BK or cfg["BK"]
+    c = empty((a.shape[0], b.shape[1]), a.dtype)
+    kernel = _gemm.GEMM.kernel(dt=a.dtype.name, hints=hints_text(cfg))
+    return kernel(c.partition((BM, BN)), a, b, BK=BK).then(_unpartition_first)
+
+
+def attention(q, k, v, *, causal: bool = False, scale: float | None = None,
+              BQ: int | None = None, BKV: int | None = None):
+    """Flash-attention forward on (batch·heads, sequence, head_dim) tensors."""
+    from cutile_lab.runtime import empty
+    q, k, v = _tensor(q), _tensor(k), _tensor(v)
+    bh, s, d = q.shape
+    cfg = config("attention", _arch())
+    BQ, BKV = BQ or cfg["BQ"], BKV or cfg["BKV"]
+    scale = float(scale if scale is not None else 1.0 / math.sqrt(d))
+    out = empty(q.shape, q.dtype)
+    kernel = _attention.ATTENTION.kernel(dt=q.dtype.name, hints=hints_text(cfg))
+    return kernel(out.partition((1, BQ, d)), q, k, v, scale * math.log2(math.e), BKV=BKV,
+                  CAUSAL=int(bool(causal))).then(_unpartition_first)

@@ -1,0 +1,55 @@
+"""Tile sizes and hints per kernel family and architecture: defaults, overridden by the results
+of the tuning sweep (``benchmarks/bench_kernels.py --tune``) stored in ``tuned.json`` beside this
+file."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+TUNED = Path(__file__).with_name("tuned.json")
+
+DEFAULTS: dict[str, dict] = {
+    "add": {"B": 2048},
+    "saxpy": {"B": 2048},
+    "softmax": {"BR": 1},
+    "layernorm": {"BR": 1},
+    "rmsnorm": {"BR": 1},
+    "gemm": {"BM": 128, "BN": 128, "BK": 64},
+    "attention": {"BQ": 128, "BKV": 64},
+}
+
+
+def _stored() -> dict:
+    try:
+        return json.loads(TUNED.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def config(family: str, arch: str | None = None, variant: str | None = None) -> dict:
+    """The tile configuration for ``family`` on ``arch``: the tuned one if the sweep stored one
+    (``variant`` narrows it, e.g. the row length of a row-wise kernel), else the default."""
+    cfg = dict(DEFAULTS[family])
+    per_arch = _stored().get(arch or "", {})
+    cfg.update(per_arch.get(family, {}).get("*", {}))
+    if variant is not None:
+        cfg.update(per_arch.get(family, {}).get(variant, {}))
+    return cfg
+
+
+HINTS = ("occupancy", "num_ctas")
+
+
+def hints_text(cfg: dict) -> str:
+    """The compiler hints of a configuration as the kernel decorator's extra keywords."""
+    return "".join(f", {h}={int(cfg[h])}" for h in HINTS if cfg.get(h))
+
+
+def store(arch: str, family: str, cfg: dict, variant: str = "*", **evidence) -> None:
+    """Record the sweep's winner (with what it measured) for later launches."""
+    data = _stored()
+    entry = {k: v for k, v in cfg.items()}
+    data.setdefault(arch, {}).setdefault(family, {})[variant] = entry
+    if evidence:
+        data[arch].setdefault("_evidence", {}).setdefault(family, {})[variant] = evidence
+    TUNED.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
