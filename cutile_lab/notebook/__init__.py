@@ -2,4 +2,22 @@
 (MIME bundle with HTML and text fallbacks), timing/device/roofline line magics and tuning widgets.
 
 It displays what the other stages produce and must not reimplement any of them.
+
+Modules: ``magics`` (the IPython magics), ``report`` (the report bundles, the JupyterLab
+contract), ``highlight`` (Tile IR highlighting), ``diagnostics`` (diagnostics as JSON/text/HTML),
+``timing`` (the line magics' work, the gated CUDA-event timer), ``workcount`` (flops/bytes of
+a launch, from the kernel's syntax tree), ``simkernel`` (kernels of a ``--sim`` cell), ``tuning``
+(``sweep``, ``explore``). Heavy imports (matplotlib, pandas, ipywidgets) happen on first use.
 """
+
+__all__ = ["explore", "sweep", "compile_report_bundle", "benchmark_report_bundle"]
+
+
+def __getattr__(name: str):
+    if name in ("explore", "sweep", "Explorer"):
+        from cutile_lab.notebook import tuning
+        return getattr(tuning, name)
+    if name in ("compile_report_bundle", "benchmark_report_bundle", "REPORT_MIME"):
+        from cutile_lab.notebook import report
+        return getattr(report, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,459 @@
+"""Tuning const generics: ``sweep`` (a pandas DataFrame over a cartesian product) and
+``explore`` (an ipywidgets explorer that recompiles and re-runs as the choices change).
+
+Owns: enumerating configurations, compiling them in parallel through any
+``concurrent.futures.Executor`` (workers get the kernel's *source text*, filename and consts —
+never live objects — so a process pool or a Dask client's ``get_executor()`` work the same),
+progress display, and the table. Timing and counting come from ``notebook.timing``; compiling
+from ``Kernel.compile``.
+"""
+from __future__ import annotations
+
+import ast
+import itertools
+import math
+import os
+import sys
+import time
+from typing import Any, Callable, Iterable, Mapping
+
+RESERVED = ("arch", "repeats", "warmup", "use_cache", "record", "check")
+
+
+# --- worker side --------------------------------------------------------------------------------
+
+def compile_config(text: str, filename: str, line_offset: int, kernel_name: str, arch: str,
+                   consts: dict, globals_: dict, options: dict, use_cache: bool) -> dict:
+    """Compile one configuration from source text (runs in a worker process or thread).
+
+    Returns plain data: ok, error, registers, shared_bytes, local_bytes, compile_s, cache.
+    """
+    t0 = time.perf_counter()
+    out: dict[str, Any] = {"ok": False, "error": None, "registers": None, "shared_bytes": None,
+                           "local_bytes": None, "compile_s": None, "cache": None}
+    try:
+        from cutile_lab.kernel import kernels_from_source
+        kernels = kernels_from_source(text, filename, globals_=globals_, line_offset=line_offset)
+        compiled = kernels[kernel_name].compile(arch, use_cache=use_cache, options=options,
+                                                **consts)
+        r = compiled.resources
+        out.update(ok=True, registers=r.get("registers"), shared_bytes=r.get("shared_bytes"),
+                   local_bytes=r.get("local_bytes"), cache=compiled.cache)
+    except Exception as e:   # reported per configuration, never raised out of the sweep
+        msg = getattr(e, "message", None) or str(e) or type(e).__name__
+        span = getattr(e, "span", None)
+        out["error"] = (f"line {span.line}: " if span is not None and span.line else "") + \
+            msg.splitlines()[0]
+    out["compile_s"] = time.perf_counter() - t0
+    return out
+
+
+# --- host side ----------------------------------------------------------------------------------
+
+def _simple_globals(kernel) -> dict:
+    """The module-level values the kernel body reads that can travel to a worker."""
+    g = getattr(kernel, "globals", None) or {}
+    names = {n.id for n in ast.walk(kernel.definition.node)
+             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    out = {}
+    for n in names:
+        if n in g:
+            v = g[n]
+            if isinstance(v, (int, float, bool, str, tuple)) or v is None:
+                out[n] = v
+    return out
+
+
+def configurations(choices: Mapping[str, Iterable]) -> list[dict]:
+    """The cartesian product of ``choices``, in the order given."""
+    keys = list(choices)
+    values = []
+    for k in keys:
+        v = choices[k]
+        if isinstance(v, (str, bytes)) or not isinstance(v, Iterable):
+            v = [v]
+        values.append(list(v))
+    return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
+
+
+def _in_notebook() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    ip = get_ipython()
+    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
+
+
+class Progress:
+    """A progress bar: an ipywidgets bar in a notebook, else one rewritten text line."""
+
+    def __init__(self, total: int, label: str, enabled: bool = True, stream=None):
+        self.total = total
+        self.label = label
+        self.n = 0
+        self.enabled = enabled and total > 0
+        self.stream = stream or sys.stderr
+        self.widget = None
+        if self.enabled and _in_notebook():
+            try:
+                import ipywidgets as w
+                from IPython.display import display
+                self.bar = w.IntProgress(min=0, max=total, value=0, description=label)
+                self.text = w.Label(f"0/{total}")
+                self.widget = w.HBox([self.bar, self.text])
+                display(self.widget)
+            except ImportError:
+                self.widget = None
+        self._write()
+
+    def _write(self, final: bool = False) -> None:
+        if not self.enabled:
+            return
+        if self.widget is not None:
+            self.bar.value = self.n
+            self.text.value = f"{self.n}/{self.total}"
+            if final:
+                self.bar.bar_style = "success"
+            return
+        width = 24
+        filled = int(width * self.n / self.total) if self.total else width
+        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
+                          f"{self.n}/{self.total}" + ("\n" if final else ""))
+        self.stream.flush()
+
+    def update(self, k: int = 1) -> None:
+        self.n += k
+        self._write()
+
+    def close(self) -> None:
+        self._write(final=True)
+
+
+def _default_executor(n_tasks: int):
+    """A local process pool (spawned workers: no CUDA context or threads are forked)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    workers = max(1, min(n_tasks, os.cpu_count() or 1, 8))
+    return ProcessPoolExecutor(max_workers=workers,
+                               mp_context=multiprocessing.get_context("spawn"))
+
+
+def _compile_all(kernel, configs: list[dict], arch: str, executor, progress: bool,
+                 use_cache: bool) -> dict[tuple, dict]:
+    """Compile every distinct const binding of ``configs``; results keyed by the binding."""
+    from concurrent.futures import as_completed
+    generics = set(kernel.const_generics)
+    keys = []
+    for c in configs:
+        key = tuple(sorted((k, v) for k, v in c.items() if k in generics))
+        if key not in keys:
+            keys.append(key)
+    src = kernel.source
+    common = dict(text=src.text, filename=src.filename, line_offset=src.line_offset,
+                  kernel_name=kernel.name, arch=arch, globals_=_simple_globals(kernel),
+                  options=dict(kernel.definition.options), use_cache=use_cache)
+    unbound = [g for g in kernel.const_generics
+               if all(g not in dict(k) for k in keys)
+               and (kernel.definition.param(g) is None
+                    or kernel.definition.param(g).default is None)]
+    if kernel.definition.kind == "cutile" or unbound:
+        why = ("a plain cuTile kernel compiles at launch" if kernel.definition.kind == "cutile"
+               else f"{', '.join(unbound)} bound at launch")
+        return {k: {"ok": True, "error": None, "compile_s": None, "deferred": why}
+                for k in keys}
+    own = executor is None
+    if own:
+        executor = _default_executor(len(keys))
+    bar = Progress(len(keys), f"compiling {kernel.name}", progress)
+    results: dict[tuple, dict] = {}
+    main = sys.modules.get("__main__")
+    patched = main is not None and not hasattr(main, "__spec__")
+    if patched:
+        # IPython's __main__ (the notebook's namespace) has no __spec__, which spawned
+        # workers read; None tells them there is no main module to re-import
+        main.__spec__ = None
+    try:
+        futures = {executor.submit(compile_config, consts=dict(k), **common): k for k in keys}
+        for fut in as_completed(futures):
+            k = futures[fut]
+            try:
+                results[k] = fut.result()
+            except Exception as e:     # a worker died (out of memory, killed...)
+                results[k] = {"ok": False, "error": f"worker failed: {e}", "compile_s": None}
+            bar.update()
+    finally:
+        bar.close()
+        if own:
+            executor.shutdown(wait=True)
+        if patched:
+            try:
+                del main.__spec__
+            except AttributeError:
+                pass
+    return results
+
+
+def _launch(kernel, args):
+    """``kernel(*args)`` / ``kernel(**args)``, or ``args`` itself when it is already an op."""
+    from cutile_lab.notebook.timing import _is_op
+    if _is_op(args):
+        return args
+    if isinstance(args, Mapping):
+        return kernel(**args)
+    if isinstance(args, (tuple, list)):
+        return kernel(*args)
+    return kernel(args)
+
+
+def run_config(kernel, make_args: Callable, config: dict, *, gpu: bool, repeats: int,
+               warmup: int, record: bool, check: Callable | None, peaks, device: str) -> dict:
+    """Run one configuration: time it on the GPU (or run it once on the simulator) and check
+    it. Returns the row's run columns."""
+    from cutile_lab.notebook import timing
+    row: dict[str, Any] = {"median_us": None, "gbps": None, "tflops": None,
+                           "pct_of_roof": None, "checked": None}
+
+    def make():
+        return _launch(kernel, make_args(**config))
+    first_args = make_args(**config)
+    first = _launch(kernel, first_args)
+    if gpu:
+        count, _ = timing.work_of(first)
+        ops = [first]
+        t = timing.time_launch(lambda: ops.pop() if ops else make(), warmup=max(warmup, 1),
+                               repeats=repeats)
+        from cutile_lab.performance import MEASUREMENTS, Measurement
+        label = f"{kernel.name} " + ",".join(f"{k}={v}" for k, v in config.items())
+        m = Measurement(label, kernel.name, count.precision, count.flops, count.bytes, t.median,
+                        list(t.samples), device=device, params=dict(config))
+        if record:
+            MEASUREMENTS.add(m)
+        r = timing.measurement_row(m, peaks)
+        row.update(median_us=r["median_us"], gbps=r["gbps"], tflops=r["tflops"],
+                   pct_of_roof=r["pct_of_roof"])
+    else:
+        t0 = time.perf_counter()
+        result = first.sync() if timing._is_op(first) else first
+        row["sim_ms"] = (time.perf_counter() - t0) * 1e3
+        if check is not None:
+            row["checked"] = bool(_call_check(check, first_args, result))
+    if gpu and check is not None:
+        args = make_args(**config)
+        result = _launch(kernel, args).sync()
+        row["checked"] = bool(_call_check(check, args, result))
+    return row
+
+
+def _call_check(check: Callable, args, result) -> bool:
+    """``check(result, args)`` or ``check(result)``: True when the output is right."""
+    import inspect
+    try:
+        n = len(inspect.signature(check).parameters)
+    except (TypeError, ValueError):
+        n = 1
+    out = check(result, args) if n >= 2 else check(result)
+    return True if out is None else bool(out)
+
+
+def sweep(kernel, make_args: Callable | None = None, executor=None, progress: bool = True, *,
+          arch: str | None = None, repeats: int = 20, warmup: int = 3, use_cache: bool = True,
+          record: bool = True, check: Callable | None = None, **choices):
+    """Compile and time ``kernel`` over the cartesian product of ``choices``.
+
+    ``choices`` map names to candidate values: const generics (``B=[64, 128, 256]``) and any
+    other keyword ``make_args`` takes (problem sizes). ``make_args(**config)`` returns the
+    launch's arguments (a tuple, a dict of keywords, or a ready launch op). Distinct const
+    bindings compile in parallel on ``executor`` (default: a local process pool; a Dask
+    client's ``get_executor()`` works too); then, on a GPU, each configuration is timed
+    (CUDA events, median of ``repeats``) and recorded for ``%tile_roofline``; without a GPU
+    each runs once on the simulator, and ``check(result[, args])`` says whether its output is
+    right. Returns a DataFrame: the choices, registers, shared_bytes, compile_s, median_us,
+    gbps, tflops, pct_of_roof, ok (and error, checked).
+    """
+    import pandas as pd
+    from cutile_lab.notebook import timing
+    from cutile_lab.notebook.magics import default_arch
+    from cutile_lab.performance import lookup_device
+    if not choices:
+        raise ValueError("give the choices to sweep, e.g. sweep(add, make_args, B=[64, 128])")
+    configs = configurations(choices)
+    arch = arch or default_arch()
+    compiled = _compile_all(kernel, configs, arch, executor, progress, use_cache)
+    generics = set(kernel.const_generics)
+    found, _ = timing.gpu_status()
+    device = timing.device_name() or "" if found else ""
+    peaks = lookup_device(device) if device else None
+    rows = []
+    bar = Progress(len(configs), f"{'timing' if found else 'running'} {kernel.name}",
+                   progress and make_args is not None)
+    for config in configs:
+        key = tuple(sorted((k, v) for k, v in config.items() if k in generics))
+        c = compiled[key]
+        row: dict[str, Any] = dict(config)
+        row.update(registers=c.get("registers"), shared_bytes=c.get("shared_bytes"),
+                   compile_s=c.get("compile_s"), median_us=None, gbps=None, tflops=None,
+                   pct_of_roof=None, ok=bool(c.get("ok")), error=c.get("error"))
+        if row["ok"] and make_args is not None:
+            try:
+                row.update(run_config(kernel, make_args, config, gpu=found, repeats=repeats,
+                                      warmup=warmup, record=record, check=check, peaks=peaks,
+                                      device=device))
+                if row.get("checked") is False:
+                    row["ok"] = False
+                    row["error"] = "wrong result"
+            except Exception as e:
+                row["ok"] = False
+                row["error"] = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
+        rows.append(row)
+        bar.update()
+    bar.close()
+    columns = list(choices) + ["registers", "shared_bytes", "compile_s", "median_us", "gbps",
+                               "tflops", "pct_of_roof", "ok"]
+    df = pd.DataFrame(rows)
+    extra = [c for c in df.columns if c not in columns]
+    df = df[columns + extra]
+    if "error" in df and df["error"].isna().all():
+        df = df.drop(columns=["error"])
+    return df
+
+
+# --- explore ------------------------------------------------------------------------------------
+
+class Explorer:
+    """The widget ``explore`` returns: one control per choice, a plot and the table of every
+    configuration tried so far (``history``, a DataFrame). ``run(**config)`` runs one."""
+
+    def __init__(self, kernel, make_args: Callable, choices: Mapping[str, Iterable], *,
+                 arch: str | None = None, repeats: int = 20, warmup: int = 3,
+                 check: Callable | None = None, auto: bool = True):
+        import ipywidgets as w
+        from cutile_lab.notebook import timing
+        from cutile_lab.notebook.magics import default_arch
+        from cutile_lab.performance import lookup_device
+        self.kernel = kernel
+        self.make_args = make_args
+        self.arch = arch or default_arch()
+        self.repeats = repeats
+        self.warmup = warmup
+        self.check = check
+        self.gpu, _ = timing.gpu_status()
+        self.device = (timing.device_name() or "") if self.gpu else ""
+        self.peaks = lookup_device(self.device) if self.device else None
+        self.rows: list[dict] = []
+        self.controls: dict[str, Any] = {}
+        for name, values in choices.items():
+            values = list(values) if not isinstance(values, (str, bytes)) else [values]
+            if len(values) > 4 and all(isinstance(v, (int, float)) for v in values):
+                ctl = w.SelectionSlider(options=values, value=values[0], description=name,
+                                        continuous_update=False)
+            else:
+                ctl = w.Dropdown(options=values, value=values[0], description=name)
+            self.controls[name] = ctl
+        self.button = w.Button(description="Run", icon="play")
+        self.status = w.HTML()
+        self.plot = w.Output()
+        self.table = w.Output()
+        self.button.on_click(lambda _b: self.run_current())
+        if auto:
+            for ctl in self.controls.values():
+                ctl.observe(lambda _change: self.run_current(), names="value")
+        mode = "GPU timings" if self.gpu else "no GPU: simulator correctness + resources"
+        header = w.HTML(f"<b>{kernel.name}</b> · {self.arch} · {mode}")
+        self.widget = w.VBox([header, w.HBox(list(self.controls.values()) + [self.button]),
+                              self.status, w.HBox([self.plot, self.table])])
+
+    @property
+    def history(self):
+        import pandas as pd
+        return pd.DataFrame(self.rows)
+
+    def current(self) -> dict:
+        return {k: c.value for k, c in self.controls.items()}
+
+    def run_current(self) -> dict:
+        return self.run(**self.current())
+
+    def run(self, **config) -> dict:
+        """Compile and run one configuration; append it to ``history``; refresh the views."""
+        from cutile_lab.notebook.magics import _unbound_generics
+        consts = {k: v for k, v in config.items() if k in self.kernel.const_generics}
+        row: dict[str, Any] = dict(config)
+        self.status.value = "compiling…"
+        t0 = time.perf_counter()
+        try:
+            if self.kernel.definition.kind != "cutile" and \
+                    not _unbound_generics(self.kernel, consts):
+                c = self.kernel.compile(self.arch, **consts)
+                row.update(registers=c.resources.get("registers"),
+                           shared_bytes=c.resources.get("shared_bytes"),
+                           local_bytes=c.resources.get("local_bytes"), cache=c.cache)
+            row["compile_s"] = time.perf_counter() - t0
+            self.status.value = "running…"
+            row.update(run_config(self.kernel, self.make_args, config, gpu=self.gpu,
+                                  repeats=self.repeats, warmup=self.warmup, record=True,
+                                  check=self.check, peaks=self.peaks, device=self.device))
+            row["ok"] = row.get("checked") is not False
+            if not row["ok"]:
+                row["error"] = "wrong result"
+            self.status.value = ""
+        except Exception as e:
+            row["ok"] = False
+            row["error"] = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
+            self.status.value = (f'<span style="color:#cf222e">{_html_escape(row["error"])}'
+                                 f'</span>')
+        self.rows.append(row)
+        self._refresh()
+        return row
+
+    def _refresh(self) -> None:
+        df = self.history
+        # outputs set directly: works with or without a live kernel behind the widgets
+        self.table.outputs = ()
+        self.table.append_display_data(df)
+        metric = "median_us" if self.gpu else "registers"
+        if metric not in df or df[metric].isna().all():
+            return
+        from matplotlib.figure import Figure
+        from cutile_lab.performance import figure_png
+        from IPython.display import Image
+        fig = Figure(figsize=(5, 3), layout="constrained")
+        ax = fig.add_subplot()
+        keys = list(self.controls)
+        labels = [",".join(f"{k}={r.get(k)}" for k in keys) for r in self.rows]
+        values = [r.get(metric) if r.get(metric) is not None else math.nan for r in self.rows]
+        colors = ["tab:blue" if r.get("ok") else "tab:red" for r in self.rows]
+        ax.bar(range(len(values)), values, color=colors)
+        ax.set_xticks(range(len(values)), labels, rotation=45, ha="right", fontsize=8)
+        ax.set_ylabel("median µs" if self.gpu else "registers")
+        ax.set_title(f"{self.kernel.name}: {'time per launch' if self.gpu else 'registers'}",
+                     fontsize=10)
+        self.plot.outputs = ()
+        self.plot.append_display_data(Image(figure_png(fig, dpi=80)))
+
+    def _ipython_display_(self):
+        from IPython.display import display
+        display(self.widget)
+
+
+def _html_escape(s: str) -> str:
+    import html
+    return html.escape(str(s))
+
+
+def explore(kernel, make_args: Callable, *, arch: str | None = None, repeats: int = 20,
+            warmup: int = 3, check: Callable | None = None, run_first: bool = True,
+            **choices) -> Explorer:
+    """An ipywidgets explorer over ``kernel``'s const generics (and any other keyword
+    ``make_args`` takes): one dropdown or slider per entry of ``choices`` (``B=[64, 128,
+    256]``). Each change recompiles and re-runs — GPU timings when there is a GPU, else one
+    simulator run checked by ``check(result[, args])`` plus the compiled resources — and
+    updates a plot and the table of everything tried (``explorer.history``)."""
+    if not choices:
+        raise ValueError("give the choices to explore, e.g. explore(add, make_args, "
+                         "B=[64, 128, 256])")
+    ex = Explorer(kernel, make_args, choices, arch=arch, repeats=repeats, warmup=warmup,
+                  check=check)
+    if run_first:
+        ex.run_current()
+    return ex

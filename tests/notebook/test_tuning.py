@@ -1,0 +1,133 @@
+"""``sweep`` and ``explore`` over const generics."""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from cutile_lab.notebook import sweep
+from cutile_lab.notebook.tuning import Progress, compile_config, configurations
+
+ADD = '''def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], y: Tensor[f32, "?"]):
+    z.store(load_tile_like(x, z) + load_tile_like(y, z))
+'''
+
+
+@pytest.fixture
+def add(shell):
+    cell = shell.run("%%tilekernel\n" + ADD)
+    assert cell.ok, cell.error
+    return shell.ns["add"]
+
+
+def test_configurations_order():
+    assert configurations({"B": [64, 128], "N": [10]}) == [{"B": 64, "N": 10},
+                                                          {"B": 128, "N": 10}]
+    assert configurations({"B": 64}) == [{"B": 64}]
+
+
+def test_compile_config_reports_errors_as_data(add):
+    src = add.source
+    ok = compile_config(src.text, src.filename, 0, "add", "sm_90", {"B": 64}, {}, {}, True)
+    assert ok["ok"] and ok["registers"] > 0 and ok["compile_s"] > 0
+    bad = compile_config(src.text, src.filename, 0, "add", "sm_90", {"B": 100}, {}, {}, True)
+    assert not bad["ok"] and "power of two" in bad["error"] and bad["error"].startswith("line 2")
+
+
+def test_sweep_thread_pool(add, capsys):
+    with ThreadPoolExecutor(2) as ex:
+        df = sweep(add, None, executor=ex, B=[64, 128, 100])
+    assert list(df.columns[:9]) == ["B", "registers", "shared_bytes", "compile_s", "median_us",
+                                    "gbps", "tflops", "pct_of_roof", "ok"]
+    assert list(df["B"]) == [64, 128, 100]
+    assert list(df["ok"]) == [True, True, False]
+    assert (df["registers"][:2] > 0).all()
+    assert "power of two" in df["error"][2]
+    assert "compiling add" in capsys.readouterr().err       # the text progress line
+
+
+def test_sweep_default_process_pool(add):
+    df = sweep(add, None, progress=False, B=[64, 256])
+    assert list(df["ok"]) == [True, True]
+    assert (df["compile_s"] > 0).all() and (df["registers"] > 0).all()
+
+
+def test_sweep_needs_choices(add):
+    with pytest.raises(ValueError):
+        sweep(add, None)
+
+
+def test_progress_text(capsys):
+    import io
+    buf = io.StringIO()
+    p = Progress(4, "compiling", stream=buf)
+    for _ in range(4):
+        p.update()
+    p.close()
+    assert "4/4" in buf.getvalue() and buf.getvalue().endswith("\n")
+
+
+# --- running configurations: the simulator when there is no GPU ----------------------------
+
+@pytest.fixture
+def sim_session():
+    import cutile_lab as cl
+    from cutile_lab.notebook.timing import gpu_status
+    if gpu_status()[0]:
+        pytest.skip("checks the no-GPU path (GPU timings are in test_gpu.py)")
+    cl.set_backend("sim")
+    yield cl
+    cl.set_backend(None)
+
+
+def _make_args(cl, n=3000):
+    import numpy as np
+    rng = np.random.default_rng()
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+
+    def make_args(B, **_):
+        z = np.zeros(n, np.float32)
+        return cl.asarray(z).partition(B), cl.asarray(x), cl.asarray(y)
+
+    def check(result):
+        zp, xx, yy = result
+        return np.allclose(zp.unpartition().to_numpy(), x + y)
+    return make_args, check
+
+
+def test_sweep_runs_each_configuration_in_the_simulator(add, sim_session):
+    make_args, check = _make_args(sim_session)
+    with ThreadPoolExecutor(2) as ex:
+        df = sweep(add, make_args, executor=ex, progress=False, check=check, B=[128, 512])
+    assert list(df["ok"]) == [True, True] and list(df["checked"]) == [True, True]
+    assert df["median_us"].isna().all() and (df["sim_ms"] > 0).all()
+
+
+def test_sweep_reports_a_wrong_result(add, sim_session):
+    make_args, _ = _make_args(sim_session)
+    with ThreadPoolExecutor(2) as ex:
+        df = sweep(add, make_args, executor=ex, progress=False, check=lambda r: False,
+                   B=[128])
+    assert list(df["ok"]) == [False] and df["error"][0] == "wrong result"
+
+
+def test_explore_widget(add, sim_session):
+    import ipywidgets as w
+    from cutile_lab.notebook import explore
+    make_args, check = _make_args(sim_session)
+    ex = explore(add, make_args, check=check, B=[64, 128, 256, 512, 1024], N=[1, 2])
+    assert isinstance(ex.controls["B"], w.SelectionSlider)    # many numbers: a slider
+    assert isinstance(ex.controls["N"], w.Dropdown)
+    assert len(ex.rows) == 1 and ex.rows[0]["B"] == 64 and ex.rows[0]["ok"]
+    ex.controls["B"].value = 256                               # a change re-runs
+    ex.controls["N"].value = 2
+    h = ex.history
+    assert list(h["B"]) == [64, 256, 256] and list(h["N"]) == [1, 1, 2]
+    assert h["ok"].all() and h["checked"].all() and (h["registers"] > 0).all()
+    assert len(ex.table.outputs) == 1 and len(ex.plot.outputs) == 1   # the views refreshed
+    assert "image/png" in ex.plot.outputs[0]["data"]
+    assert isinstance(ex.widget, w.VBox)
+    row = ex.run(B=100, N=1)                                   # a compile error: reported
+    assert not row["ok"] and "power of two" in row["error"]
+    assert "power of two" in ex.status.value
