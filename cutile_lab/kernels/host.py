@@ -66,10 +66,8 @@ def _rowwise_launch(family: str, template, x, extra, BR: int | None):
     cfg = config(family, _arch(), variant=str(cols))
     BR = BR or cfg["BR"]
     out = empty(x.shape, x.dtype)
-    subs = {"dt": x.dtype.name}
-    if family == "softmax":
-        subs["pad"] = "zero" if cols == _pow2(cols) else "neg_inf"
-    kernel = template.kernel(**subs)
+    kernel = template.kernel(**_rowwise.substitutions(family, x.dtype.name, cols,
+                                                      hints_text(cfg)))
     return kernel(out.partition((BR, _pow2(cols))), x, *extra).then(_unpartition_first)
 
 
