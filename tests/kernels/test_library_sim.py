@@ -28,7 +28,7 @@ def test_softmax_f16(rows, cols):
     x = _f16(RNG.standard_normal((rows, cols)) * 3)
     out = np.zeros_like(x)
     BN = 1 << (cols - 1).bit_length()
-    simulate(R.SOFTMAX.kernel(dt="f16", pad="neg_inf" if cols != BN else "zero"), [out, x], (rows, 1), {"BR": 1, "BN": BN})
+    simulate(R.SOFTMAX.kernel(**R.substitutions("softmax", "f16", cols)), [out, x], (rows, 1), {"BR": 1, "BN": BN})
     ref = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
     ref /= ref.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(out.astype(np.float64), ref, atol=2e-3, rtol=1e-2)
@@ -41,13 +41,13 @@ def test_layernorm_and_rmsnorm_f16(cols):
     w, b = _f16(RNG.standard_normal(cols)), _f16(RNG.standard_normal(cols))
     BN = 1 << (cols - 1).bit_length()
     out = np.zeros_like(x)
-    simulate(R.LAYERNORM.kernel(dt="f16"), [out, x, w, b, cols, eps], (rows, 1),
+    simulate(R.LAYERNORM.kernel(**R.substitutions("layernorm", "f16", cols)), [out, x, w, b, cols, eps], (rows, 1),
              {"BR": 1, "BN": BN})
     xd = x.astype(np.float64)
     mu, var = xd.mean(1, keepdims=True), xd.var(1, keepdims=True)
     ref = (xd - mu) / np.sqrt(var + eps) * w.astype(np.float64) + b
     np.testing.assert_allclose(out.astype(np.float64), ref, atol=2e-2, rtol=1e-2)
-    simulate(R.RMSNORM.kernel(dt="f16"), [out, x, w, cols, eps], (rows, 1), {"BR": 1, "BN": BN})
+    simulate(R.RMSNORM.kernel(**R.substitutions("rmsnorm", "f16", cols)), [out, x, w, cols, eps], (rows, 1), {"BR": 1, "BN": BN})
     ref = xd / np.sqrt((xd * xd).mean(1, keepdims=True) + eps) * w.astype(np.float64)
     np.testing.assert_allclose(out.astype(np.float64), ref, atol=2e-2, rtol=1e-2)
 
