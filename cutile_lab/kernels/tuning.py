@@ -37,7 +37,7 @@ def config(family: str, arch: str | None = None, variant: str | None = None) -> 
     return cfg
 
 
-HINTS = ("occupancy", "num_ctas")
+HINTS = ("occupancy", "num_ctas", "num_worker_warps")
 
 
 def hints_text(cfg: dict) -> str:
