@@ -261,8 +261,9 @@ class Bench:
     def gemm_family(self):
         torch = self.torch
         configs = [(128, 128, 64, {}), (128, 256, 64, {"num_worker_warps": 8}),
-                   (128, 256, 32, {"num_worker_warps": 8}), (256, 128, 64, {"num_worker_warps": 8}),
-                   (128, 256, 64, {"num_worker_warps": 8, "num_ctas": 2})]
+                   (128, 256, 32, {"num_worker_warps": 8}),
+                   (128, 256, 64, {"num_worker_warps": 8, "schedule": "persistent"}),
+                   (128, 128, 64, {"schedule": "persistent", "occupancy": 2})]
         if self.args.quick:
             configs = configs[:2]
         for dt, tdt in (("f16", torch.float16), ("bf16", torch.bfloat16)):

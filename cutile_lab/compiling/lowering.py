@@ -16,7 +16,7 @@ import copy
 import hashlib
 from dataclasses import dataclass, field
 
-from cutile_lab.errors import Span
+from cutile_lab.errors import CompileError, Span
 from cutile_lab.language.dtypes import ALIASES, DTYPES
 from cutile_lab.language.frontend import KernelDef
 from cutile_lab.language.surface import OPS, RAW_MEMORY
@@ -127,10 +127,13 @@ def _rewrite(kdef: KernelDef) -> tuple[ast.FunctionDef, list[str], list[str]]:
     _copy_loc_deep(node.args, node)
     outputs = {p.name: p for p in kdef.outputs}
     order = tile_order(kdef)
-    node.body = [_BodyRewriter(outputs, kdef, grouped=order is not None).visit(s)
-                 for s in node.body]
-    if order is not None:
-        node.body = _grouped_prologue(kdef, order, node.body[0]) + node.body
+    persistent = is_persistent(kdef)
+    remapped = order is not None or persistent
+    node.body = [_BodyRewriter(outputs, kdef, grouped=remapped).visit(s) for s in node.body]
+    if remapped:
+        node.body = _tile_prologue(kdef, order, persistent, node.body[0]) + node.body
+    if persistent:
+        node = _persistent_loop(kdef, node)
     ast.fix_missing_locations(node)
     params = [a.arg for a in node.args.args]
     return node, params, const_names + implicit
@@ -150,21 +153,64 @@ def tile_order(kdef: KernelDef) -> int | None:
     return int(kdef.options.get("group_size", 8))
 
 
-def _grouped_prologue(kdef: KernelDef, group: int, first: ast.stmt) -> list[ast.stmt]:
+def is_persistent(kdef: KernelDef) -> bool:
+    """``@cl.kernel(schedule="persistent")``: the launch has about one instance per SM, and each
+    instance loops over the output tiles ``bid, bid + instances, ...`` -- a disjoint striding,
+    so every tile still has exactly one owner. The launch grid is then 1-D."""
+    return kdef.kind == "tile" and kdef.options.get("schedule", "tiles") == "persistent"
+
+
+def _tile_prologue(kdef: KernelDef, group: int | None, persistent: bool,
+                   first: ast.stmt) -> list[ast.stmt]:
+    """Statements that compute the current tile's coordinates ``_t0, _t1`` from the launch
+    index (or, when persistent, from the loop's ``_tile``); placed on the first body line."""
     out = kdef.outputs[0]
     shape = "(" + ", ".join(str(d) for d in out.shape) + ",)"
     t0, t1, tm, tn = GROUPED
-    text = (f"{tm} = {CT}.num_tiles({out.name}, 0, {shape}); "
-            f"{tn} = {CT}.num_tiles({out.name}, 1, {shape}); "
-            f"_pid = {CT}.bid(0); _gsz = {group} * {tn}; _first = (_pid // _gsz) * {group}; "
-            f"_gm = min({tm} - _first, {group}); "
-            f"{t0} = _first + (_pid % _gsz) % _gm; {t1} = (_pid % _gsz) // _gm")
-    stmts = ast.parse(text).body
+    pid = "_tile" if persistent else f"{CT}.bid(0)"
+    if len(out.shape) == 1:
+        text = f"{tm} = {CT}.num_tiles({out.name}, 0, {shape}); {t0} = {pid}"
+    elif group is None:
+        text = (f"{tm} = {CT}.num_tiles({out.name}, 0, {shape}); "
+                f"{tn} = {CT}.num_tiles({out.name}, 1, {shape}); "
+                f"{t0} = {pid} // {tn}; {t1} = {pid} % {tn}")
+    else:
+        text = (f"{tm} = {CT}.num_tiles({out.name}, 0, {shape}); "
+                f"{tn} = {CT}.num_tiles({out.name}, 1, {shape}); "
+                f"_pid = {pid}; _gsz = {group} * {tn}; _first = (_pid // _gsz) * {group}; "
+                f"_gm = min({tm} - _first, {group}); "
+                f"{t0} = _first + (_pid % _gsz) % _gm; {t1} = (_pid % _gsz) // _gm")
+    return _at_line(ast.parse(text).body, first)
+
+
+def _persistent_loop(kdef: KernelDef, node: ast.FunctionDef) -> ast.FunctionDef:
+    """Wrap the body in ``for _tile in range(bid, tiles, instances):``. The loop header takes
+    the ``def`` line and the ``def`` moves up to the decorator's line (persistent kernels always
+    have one), so every statement keeps its own line."""
+    out = kdef.outputs[0]
+    shape = "(" + ", ".join(str(d) for d in out.shape) + ",)"
+    tiles = " * ".join(f"{CT}.num_tiles({out.name}, {axis}, {shape})"
+                       for axis in range(len(out.shape)))
+    loop = ast.parse(f"for _tile in range({CT}.bid(0), {tiles}, {CT}.num_blocks(0)):\n"
+                     f"    pass").body[0]
+    _at_line([loop], kdef.node)
+    loop.body = node.body
+    decorators = [d.lineno for d in kdef.node.decorator_list]
+    if not decorators:
+        raise CompileError("a persistent schedule is asked for without a decorator",
+                           span=kdef.span, help='write @kernel(schedule="persistent") above the '
+                           "kernel's def line")
+    node.body = [loop]
+    node.lineno = min(decorators)
+    return node
+
+
+def _at_line(stmts: list[ast.stmt], where: ast.AST) -> list[ast.stmt]:
     for st in stmts:
         for n in ast.walk(st):
             if hasattr(n, "lineno"):
-                ast.copy_location(n, first)
-                n.end_lineno, n.end_col_offset = first.lineno, first.col_offset
+                ast.copy_location(n, where)
+                n.end_lineno, n.end_col_offset = where.lineno, where.col_offset
     return stmts
 
 
@@ -187,7 +233,7 @@ class _BodyRewriter(ast.NodeTransformer):
 
     def _own_index(self, out) -> str:
         if self.grouped:
-            return f"({GROUPED[0]}, {GROUPED[1]})"
+            return "(" + "".join(f"{t}, " for t in GROUPED[:len(out.shape)]) + ")"
         return "(" + "".join(f"{CT}.bid({i}), " for i in range(len(out.shape))) + ")"
 
     def _tile_shape(self, out) -> str:

@@ -90,11 +90,15 @@ def rmsnorm(x, weight, eps: float = 1e-6, *, BR: int | None = None):
     return _rowwise_launch("rmsnorm", _rowwise.RMSNORM, x, (w, x.shape[1], float(eps)), BR)
 
 
-def gemm(a, b, *, BM: int | None = None, BN: int | None = None, BK: int | None = None):
-    """``a @ b`` for 2-D f16/bf16 (f32 accumulation), in grouped tile order."""
+def gemm(a, b, *, BM: int | None = None, BN: int | None = None, BK: int | None = None,
+         schedule: str | None = None):
+    """``a @ b`` for 2-D f16/bf16 (f32 accumulation), in grouped tile order; ``schedule=
+    "persistent"`` launches one instance per SM that loops over its tiles."""
     from cutile_lab.runtime import empty
     a, b = _tensor(a), _tensor(b)
     cfg = config("gemm", _arch())
+    if schedule is not None:
+        cfg["schedule"] = schedule
     BM, BN, BK = BM or cfg["BM"], BN or cfg["BN"], BK or cfg["BK"]
     c = empty((a.shape[0], b.shape[1]), a.dtype)
     kernel = _gemm.GEMM.kernel(dt=a.dtype.name, hints=hints_text(cfg))

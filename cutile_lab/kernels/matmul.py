@@ -2,7 +2,9 @@
 
 Each kernel instance owns one (BM, BN) tile of C and walks K in BK steps with ``mma``. Grouped
 tile order (a bijection of the launch index) makes neighbouring instances share A and B tiles in
-L2; ownership of C's tiles stays one-to-one, so the kernel is in the safe language.
+L2; ownership of C's tiles stays one-to-one, so the kernel is in the safe language. With
+``schedule="persistent"`` (a tuning choice) about one instance per SM loops over a disjoint
+stride of the tiles.
 """
 from cutile_lab.kernels.library import template
 

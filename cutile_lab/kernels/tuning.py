@@ -38,11 +38,18 @@ def config(family: str, arch: str | None = None, variant: str | None = None) -> 
 
 
 HINTS = ("occupancy", "num_ctas", "num_worker_warps")
+SCHEDULES = ("tiles", "persistent")
 
 
 def hints_text(cfg: dict) -> str:
-    """The compiler hints of a configuration as the kernel decorator's extra keywords."""
-    return "".join(f", {h}={int(cfg[h])}" for h in HINTS if cfg.get(h))
+    """The compiler hints (and the tile schedule) of a configuration as the kernel decorator's
+    extra keywords."""
+    text = "".join(f", {h}={int(cfg[h])}" for h in HINTS if cfg.get(h))
+    if cfg.get("schedule", "tiles") != "tiles":
+        if cfg["schedule"] not in SCHEDULES:
+            raise ValueError(f"unknown schedule {cfg['schedule']!r}: use one of {SCHEDULES}")
+        text += f', schedule="{cfg["schedule"]}"'
+    return text
 
 
 def store(arch: str, family: str, cfg: dict, variant: str = "*", **evidence) -> None:

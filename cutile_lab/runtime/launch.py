@@ -505,13 +505,24 @@ def _pad3(grid) -> tuple[int, int, int]:
     return tuple(grid) + (1,) * (3 - len(grid))
 
 
+SIM_PERSISTENT_INSTANCES = 4   # the simulator runs tiles one by one: a few instances show the loop
+
+
 def _grid_of(values, info) -> tuple[int, ...] | None:
     """Tiles per axis of the ``Mut`` partition; one axis of all of them for a kernel in grouped
-    tile order (it maps the launch index back to a tile itself)."""
-    from cutile_lab.compiling.lowering import tile_order
+    tile order (it maps the launch index back to a tile itself); for a persistent schedule, one
+    instance per SM (times the occupancy hint), each looping over its share of the tiles."""
+    from cutile_lab.compiling.lowering import is_persistent, tile_order
     for name in info.names:
         v = values.get(name)
         if isinstance(v, Partition):
+            if is_persistent(info.kdef):
+                tiles = int(np.prod(v.grid))
+                if _backend_of(values.values()) == "sim":
+                    return (min(tiles, SIM_PERSISTENT_INSTANCES),)
+                from cutile_lab.runtime.device import device_info
+                per_sm = int(info.kdef.options.get("occupancy") or 1)
+                return (max(1, min(tiles, device_info().sm_count * per_sm)),)
             if tile_order(info.kdef) is not None:
                 return (int(np.prod(v.grid)),)
             return v.grid

@@ -1,6 +1,8 @@
 """Lowering keeps every statement on the user's line and maps columns back."""
 import ast
 
+import pytest
+
 import cutile_lab as cl
 from cutile_lab.compiling.lowering import lower
 
@@ -64,3 +66,32 @@ def test_plain_cutile_kernel_passes_through():
     low = lower(k.definition)
     assert low.text.splitlines()[3].strip().startswith("ct.store(a, index=(ct.bid(0),)")
     assert low.const_params == ["B"]
+
+
+PERSISTENT = '''
+@kernel(schedule="persistent")
+def scale(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    t = load_tile_like(x, z)
+    z.store(t * 2.0)
+'''
+
+
+def test_persistent_schedule_keeps_lines_and_loops_over_owned_tiles():
+    [k] = cl.kernels_from_source(PERSISTENT, "<cell-p>").values()
+    low = lower(k.definition)
+    lines = low.text.splitlines()
+    assert lines[1].startswith("def scale(")                     # moved up to the decorator
+    assert lines[2].strip().startswith("for _tile in range(ct.bid(0), ")
+    assert "ct.num_blocks(0)" in lines[2]
+    assert "_t0 = _tile" in lines[3] and "ct.load(x, index=(_t0,)" in lines[3]
+    assert lines[4].strip() == "ct.store(z, index=(_t0,), tile=t * 2.0)"
+    span = low.user_span(5, lines[4].index("ct.store"))
+    assert (span.line, span.col) == (5, 4)
+
+
+def test_persistent_schedule_needs_the_decorator_line():
+    src = 'def scale(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):\n    z.store(load_tile_like(x, z))\n'
+    [k] = cl.kernels_from_source(src, "<cell-q>").values()
+    k.definition.options["schedule"] = "persistent"
+    with pytest.raises(cl.CompileError, match="decorator"):
+        lower(k.definition)
