@@ -262,8 +262,7 @@ class Bench:
         torch = self.torch
         configs = [(128, 128, 64, {}), (128, 256, 64, {"num_worker_warps": 8}),
                    (128, 256, 32, {"num_worker_warps": 8}),
-                   (128, 256, 64, {"num_worker_warps": 8, "schedule": "persistent"}),
-                   (128, 128, 64, {"schedule": "persistent", "occupancy": 2})]
+                   (128, 256, 64, {"num_worker_warps": 8, "schedule": "persistent"})]
         if self.args.quick:
             configs = configs[:2]
         for dt, tdt in (("f16", torch.float16), ("bf16", torch.bfloat16)):
