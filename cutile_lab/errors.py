@@ -76,6 +76,12 @@ class CutileLabError(Exception):
             text += f"\n  help: {self.help}"
         return text
 
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows instead of a traceback: the error is about the user's code, so
+        the lab's own frames would only hide it."""
+        return [f"{type(self).__name__}: {line}" if i == 0 else line
+                for i, line in enumerate(str(self).splitlines() or [""])]
+
 
 class KernelDiagnosticsError(CutileLabError):
     """A kernel (or a launch) has error diagnostics; they are in ``diagnostics``."""

@@ -27,10 +27,13 @@ EXAMPLE_DEVICE = "H100-SXM"
 def gpu_status() -> tuple[bool, str]:
     """(a GPU is usable, why not)."""
     try:
+        from cutile_lab.runtime.backend import backend
         from cutile_lab.runtime.device import require_gpu
     except ImportError:
         return False, "the runtime is not installed"
     try:
+        if backend() == "sim":
+            return False, "the simulator backend is selected (cl.set_backend('gpu') to time)"
         require_gpu("timing")
     except CutileLabError as e:
         return False, e.message.split(": ", 1)[-1]

@@ -58,10 +58,10 @@ def percent_of_roof(measurement: Measurement, peaks: DevicePeaks | None) -> floa
 
     The roof is ``min(peak_flops(precision), intensity * mem_bw)``. Where the memory roof is
     the lower one this equals achieved / datasheet bandwidth, so kernels without flops (copies)
-    get a meaningful figure too. None without peaks; a precision the device has no rate for is
+    get a meaningful figure too. None without peaks or without counted work; a precision the device has no rate for is
     judged against the memory roof alone.
     """
-    if peaks is None or measurement.seconds <= 0:
+    if peaks is None or measurement.seconds <= 0 or not (measurement.bytes or measurement.flops):
         return None
     p = _canon(measurement.precision)
     peak = peaks.peak_flops(p) if p else None

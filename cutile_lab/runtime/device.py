@@ -107,7 +107,7 @@ class GpuContext:
         self.default_stream = self.device.create_stream(options=self._stream_options)
         self._pool: list = []
         self._next = 0
-        self._keys: dict = {}       # id(stream) -> (stream, handle) for streams we hold
+        self._keys: dict = {}       # id(stream) -> (stream, handle, c_void_p) for streams we hold
         self.info = _device_info(self.device, index)
         self.arch = self.info.arch
 
@@ -116,11 +116,25 @@ class GpuContext:
         hit = self._keys.get(id(s))
         if hit is not None and hit[0] is s:
             return hit[1]
+        return self._stream_entry(s)[1]
+
+    def stream_handles(self, s) -> tuple:
+        """(``CUstream`` handle, the same as a ``ctypes.c_void_p``) of ``s``: the launch fast
+        path passes the second to the driver through ctypes."""
+        hit = self._keys.get(id(s))
+        if hit is not None and hit[0] is s:
+            return hit[1], hit[2]
+        hit = self._stream_entry(s)
+        return hit[1], hit[2]
+
+    def _stream_entry(self, s) -> tuple:
+        import ctypes
         from cutile_lab.runtime.memory import stream_handle
         h = stream_handle(s)
+        hit = (s, h, ctypes.c_void_p(h))
         if len(self._keys) < 256:
-            self._keys[id(s)] = (s, h)
-        return h
+            self._keys[id(s)] = hit
+        return hit
 
     def ensure_current(self) -> None:
         self.device.set_current()

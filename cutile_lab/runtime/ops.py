@@ -29,14 +29,18 @@ from cutile_lab.runtime.ownership import Flight
 class ExecContext:
     """Where a chain is being enqueued: backend, stream, and its in-flight record."""
 
-    __slots__ = ("backend", "stream", "flight", "capture", "gpu")
+    __slots__ = ("backend", "stream", "flight", "capture", "gpu", "handle")
 
-    def __init__(self, backend: str, stream, flight: Flight, capture=None, gpu=None):
+    def __init__(self, backend: str, stream, flight: Flight, capture=None, gpu=None,
+                 handle=None):
         self.backend = backend
         self.stream = stream        # cuda.core Stream (gpu), None (sim)
         self.flight = flight
         self.capture = capture      # a graph.Capture while a graph is being captured
         self.gpu = gpu              # the GpuContext
+        # the stream's CUstream as a ctypes.c_void_p: set where a launch may go straight to the
+        # driver (a plain stream, not a capture)
+        self.handle = handle
 
 
 class DeviceOp:
@@ -122,6 +126,9 @@ _ARITY: dict = {}
 
 
 def _arity(fn) -> int | None:
+    from cutile_lab.kernel import Kernel
+    if isinstance(fn, Kernel):            # op.then(kernel): one argument per kernel parameter
+        return len(fn.definition.params)
     code = getattr(fn, "__code__", None)
     if code is not None and code in _ARITY:
         return _ARITY[code]
@@ -250,14 +257,17 @@ def _start(op: DeviceOp, stream, *, for_sync: bool) -> "Pending":
             ownership.release(flight)
             raise
         return Pending(flight)
-    g = _device.gpu()
+    g = _device._context
+    if g is None:
+        g = _device.gpu()
     if stream is not None:
-        s = as_core_stream(stream)
+        s = stream if type(stream) is _STREAM[0] else as_core_stream(stream)
     else:
         s = g.default_stream if for_sync else g.pool_stream()
-    flight = Flight(op.label, op._where, "gpu", s, g.stream_key(s))
+    lane, handle = g.stream_handles(s)
+    flight = Flight(op.label, op._where, "gpu", s, lane)
     ownership.register(flight)
-    ctx = ExecContext("gpu", s, flight, gpu=g)
+    ctx = ExecContext("gpu", s, flight, None, g, handle)
     try:
         flight.result = op._enqueue(ctx)
     except BaseException:
@@ -266,9 +276,57 @@ def _start(op: DeviceOp, stream, *, for_sync: bool) -> "Pending":
         ownership.release(flight)
         raise
     if not for_sync:                  # borrows end when this event completes
-        pool = ownership.EVENT_POOL
-        flight.event = s.record(pool.pop()) if pool else s.record()
+        flight.event = record_event(s, handle)
     return Pending(flight)
+
+
+# cuEventRecord through ctypes and the events' handles, or False where the driver library cannot
+# be loaded: recording a pooled event this way costs a fraction of ``Stream.record``
+_RECORD: list = [None]
+
+
+def record_event(s, handle=None):
+    """A completion event recorded on ``s`` (a recycled one from ``ownership.EVENT_POOL`` when
+    there is one); ``handle`` is ``s``'s CUstream as a ``ctypes.c_void_p``."""
+    pool = ownership.EVENT_POOL
+    if not pool:
+        return s.record()
+    ev = pool.pop()
+    if handle is not None:
+        rec = _RECORD[0]
+        if rec is None:
+            rec = _event_recorder()
+        if rec:
+            fn, handles = rec
+            hit = handles.get(id(ev))
+            if hit is None or hit[0] is not ev:
+                hit = _event_handle(ev, handles)
+            if hit is not None and fn(hit[1], handle) == 0:
+                return ev
+    return s.record(ev)
+
+
+def _event_recorder():
+    try:
+        from cutile_lab.runtime.launch import libcuda
+        lib = libcuda()
+        rec = (lib.cuEventRecord, {}) if lib is not None else False
+    except Exception:
+        rec = False
+    _RECORD[0] = rec
+    return rec
+
+
+def _event_handle(ev, handles):
+    import ctypes
+    try:
+        h = int(ev.handle)
+    except Exception:
+        return None
+    if len(handles) >= 256:
+        handles.clear()
+    hit = handles[id(ev)] = (ev, ctypes.c_void_p(h))
+    return hit
 
 
 def wait_flight(flight: Flight) -> None:
@@ -334,4 +392,4 @@ def synchronize() -> None:
 
 
 __all__ = ["DeviceOp", "Pending", "ExecContext", "ValueOp", "ThenOp", "zip", "value", "stream",
-           "synchronize", "wait_flight", "as_core_stream", "SimStream"]
+           "synchronize", "wait_flight", "as_core_stream", "SimStream", "record_event"]

@@ -92,3 +92,6 @@ class SimResult:
 
     def __str__(self) -> str:
         return self.summary()
+
+    def __repr__(self) -> str:          # the dataclass repr would print every array in full
+        return f"<SimResult {self.summary()}>"
