@@ -239,7 +239,9 @@ class Bench:
         graph1 = cl.graph(add(p, x, y))
         per_replay1 = host_per_call(lambda: graph1.launch(1, s), s.sync, n=200, warmup=20)
         rec("cutile_lab graph replay (1 kernel/graph)", per_replay1, kind="enqueue")
-        self.notes.append(f"kernel launches: cuda.core.launch; graph replay: "
+        how = "ctypes cuLaunchKernel, arguments packed once per cached entry" \
+            if isinstance(op._entry.raw, L._RawLaunch) else "cuda.core.launch"
+        self.notes.append(f"kernel launches: {how}; graph replay: "
                           f"{'ctypes cuGraphLaunch' if graph._raw else 'cuda.core Graph.launch'}"
                           f" of a graph captured by {graph.method}")
         # host time of one replay with the GPU idle (no queue pressure at all)
@@ -267,6 +269,14 @@ class Bench:
         rec("raw cuda.core.launch (same cubin)",
             host_per_call(lambda: core_launch(s, entry.config, entry.plan.kernel, *args), s.sync,
                           n=n_iter), kind="enqueue")
+        if isinstance(entry.raw, L._RawLaunch):
+            raw = entry.raw
+            _, vp = g.stream_handles(s)
+            rec("raw cuLaunchKernel via ctypes (this runtime's packed call)",
+                host_per_call(lambda: raw.go(vp, raw.ptrs, None), s.sync, n=n_iter),
+                kind="enqueue")
+            self.guard("driver calls of a start", lambda: self._driver_floor(s, vp, raw, rec,
+                                                                             n_iter))
         from cuda.bindings import driver
         fh = entry.plan.kernel.handle
         if isinstance(fh, driver.CUkernel):
@@ -310,6 +320,24 @@ class Bench:
         t = host_per_call(lambda: check_launch(add.definition, L.arg_descs(info, values), where,
                                                None), lambda: None, n=n_iter, warmup=50)
         rec("check_launch + building the ArgDescs", t, kind="checks")
+
+    def _driver_floor(self, s, vp, raw, rec, n_iter):
+        """The driver calls an async start makes (launch, then its completion event), without
+        the runtime's bookkeeping: what is left of ours above this is Python."""
+        import ctypes
+        importlib_launch = sys.modules["cutile_lab.runtime.launch"]
+        lib = importlib_launch.libcuda()
+        ev = s.record()
+        evh = ctypes.c_void_p(int(ev.handle))
+        record = lib.cuEventRecord
+        rec("raw cuEventRecord via ctypes", host_per_call(lambda: record(evh, vp), s.sync,
+                                                          n=n_iter), kind="enqueue")
+
+        def both():
+            raw.go(vp, raw.ptrs, None)
+            record(evh, vp)
+        rec("raw cuLaunchKernel + cuEventRecord via ctypes (a start's driver calls)",
+            host_per_call(both, s.sync, n=n_iter), kind="enqueue")
 
     def _raw_ct_overhead(self, tx, ty, tz, N, rec, n_iter):
         import cuda.tile as ct

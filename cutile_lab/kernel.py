@@ -11,6 +11,9 @@ from cutile_lab.errors import Diagnostic, LanguageError
 from cutile_lab.language.frontend import KernelDef, KernelSource, parse_kernels
 
 
+_LAUNCH_OP: list = [None]
+
+
 class Kernel:
     """A tile kernel. Calling it with arguments builds a lazy launch (a ``DeviceOp``)."""
 
@@ -48,7 +51,10 @@ class Kernel:
                               options=options, globals_=self.globals, use_cache=use_cache)
 
     def __call__(self, *args, **kwargs):
-        from cutile_lab.runtime.launch import launch_op
+        launch_op = _LAUNCH_OP[0]
+        if launch_op is None:       # imported once: an import statement costs a microsecond
+            from cutile_lab.runtime.launch import launch_op
+            _LAUNCH_OP[0] = launch_op
         return launch_op(self, args, kwargs)
 
     def __repr__(self) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from cutile_lab.errors import LaunchError
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime.callsite import describe, user_call_site, user_site
-from cutile_lab.runtime.ops import DeviceOp, ExecContext, Pending, as_core_stream
+from cutile_lab.runtime.ops import DeviceOp, ExecContext, Pending, as_core_stream, record_event
 from cutile_lab.runtime.ownership import Flight
 
 
@@ -48,6 +48,7 @@ class Graph:
         self.keep: list = []
         self._watch: list = []
         self._borrows: list = []
+        self._ranges: tuple = ()
         self.num_kernels = 0
         self.method = "sim"
         if self.backend == "gpu":
@@ -77,6 +78,7 @@ class Graph:
         self._watch = [o for o in self.keep if getattr(o, "moved", None) is None
                        and hasattr(o, "moved")]
         self._borrows = [(e[4] or "argument", e[3], e[2]) for e in self.entries]
+        self._ranges = ownership.launch_ranges(self._borrows)
 
     def _capture_core(self, g, s, record) -> None:
         try:
@@ -130,7 +132,7 @@ class Graph:
                 ownership.raise_use_after_move(obj, f"replay {self.label}", where=where)
         if lane is ownership.NO_LANE or ownership.others_than_lane(lane):
             diags = [d for _, d in ownership.check_launch_borrows(self._borrows, None, where,
-                                                                  lane)]
+                                                                  lane, self._ranges)]
             if diags:
                 raise ownership.OwnershipError(diags)
 
@@ -148,7 +150,7 @@ class Graph:
             self.replays += n
             return pending
         s = as_core_stream(stream) if stream is not None else self._stream
-        lane = self._gpu.stream_key(s)
+        lane, handle = self._gpu.stream_handles(s)
         self._check_replay(where, lane)
         flight = Flight(self.label, where, "gpu", s, lane)
         flight.entries = list(self.entries)
@@ -184,8 +186,7 @@ class Graph:
                     if int(err) != 0:
                         raise LaunchError(f"cuGraphLaunch failed: {err}")
         finally:
-            pool = ownership.EVENT_POOL
-            flight.event = s.record(pool.pop()) if pool else s.record()
+            flight.event = record_event(s, handle)
         self.replays += n
         return Pending(flight)
 

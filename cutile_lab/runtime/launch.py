@@ -15,8 +15,17 @@ per-kernel launch-plan cache. A launch, when its chain runs:
    through ``compile_kernel`` (itself cached in memory and on disk) on a miss;
 5. packs the arguments in the calling-convention order of ``CompiledKernel.params`` — per array
    (pointer, shape..., strides...) with i32/i64 extents, per scalar a NumPy scalar of its exact
-   width — and calls ``cuda.core.launch``; on the simulator it calls
+   width — and launches: the driver's ``cuLaunchKernel`` through ctypes with the parameters
+   packed once per entry (``_RawLaunch``), ``cuda.core.launch`` while a graph is captured, for
+   foreign memory and wherever ctypes cannot be used; on the simulator it calls
    ``cutile_lab.simulation.simulate`` instead.
+
+A start of an op whose plain arguments (tensors, partitions, numbers) were started before —
+the same op again, or a new op of the very same objects — reuses what its first start
+computed (``_Fast``: the entry, the packed launch, the in-flight record, the result): all of it
+depends only on the entry's key (layouts, consts, grid), fixed for those objects. The checks
+that can change between two starts still run every time: moves (TL102) and in-flight work
+(TL104/TL105).
 
 The result of a launch hands ownership back: the tuple of its arguments, partitions included.
 """
@@ -24,7 +33,10 @@ from __future__ import annotations
 
 import ast
 import ctypes
+import functools
+import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -47,11 +59,13 @@ MEASURE = [False]
 class LaunchPlan:
     """A compiled, loaded specialization: everything a cached launch needs."""
 
-    __slots__ = ("compiled", "kernel", "block", "params", "configs", "arch", "module")
+    __slots__ = ("compiled", "kernel", "block", "params", "configs", "arch", "module",
+                 "function")
 
     def __init__(self, compiled, kernel, block, arch):
         self.compiled = compiled
         self.kernel = kernel          # cuda.core Kernel (None on the simulator)
+        self.function = None          # its CUfunction as a c_void_p, once the fast path asks
         self.block = block
         self.params = compiled.params if compiled is not None else []
         self.configs: dict = {}
@@ -75,7 +89,8 @@ def _const_params(kdef) -> set[str]:
 class _KernelInfo:
     """What a launch needs to know about a kernel, computed once per kernel."""
 
-    __slots__ = ("kdef", "names", "consts", "generics", "checked", "plans", "roles", "entries")
+    __slots__ = ("kdef", "names", "consts", "generics", "checked", "plans", "roles", "entries",
+                 "recent")
 
     def __init__(self, kernel):
         kdef = kernel.definition
@@ -88,6 +103,10 @@ class _KernelInfo:
         self.checked = False
         self.plans: dict = {}
         self.entries: dict = {}     # argument layout -> _Entry (checked, specialized, packed)
+        # a weak reference to the _Fast of the latest launch built from positional arguments:
+        # a new op of the very same argument objects reuses it (it lives while an op or
+        # in-flight work holds it)
+        self.recent = None
 
 
 def kernel_info(kernel) -> _KernelInfo:
@@ -105,7 +124,7 @@ class _Entry:
     """One checked launch shape: what a repeated launch with the same argument layout reuses."""
 
     __slots__ = ("consts", "grid", "diagnostics", "arrays", "plan", "config", "template",
-                 "scalars", "run", "foreign")
+                 "scalars", "run", "foreign", "raw")
 
     def __init__(self, consts, grid, diagnostics):
         self.consts = consts
@@ -118,6 +137,118 @@ class _Entry:
         self.scalars: list = []
         self.run = all(n > 0 for n in grid)
         self.foreign = False
+        self.raw = None               # gpu: the _RawLaunch (False: launch through cuda.core)
+
+
+class _Fast:
+    """What re-starting the same LaunchOp (the same argument objects) reuses: everything but the
+    checks that can change between two starts — moves (TL102) and in-flight work (TL103-TL105),
+    which run on every start. The launch-level rules depend only on what the entry's key holds
+    (the arguments' layouts, the consts, the grid), fixed for the op's argument objects."""
+
+    __slots__ = ("backend", "entry", "movers", "fentries", "keep", "result", "raw", "scalars",
+                 "args", "borrows", "__weakref__")
+
+    def __init__(self, backend, entry, movers, fentries, keep, result):
+        self.backend = backend
+        self.entry = entry
+        self.movers = movers          # objects whose ``moved`` must still be None
+        self.fentries = fentries      # the in-flight record's entries: (lo, hi, mut, t, name)
+        self.keep = keep              # objects the work keeps alive
+        self.result = result          # the tuple handed back
+        self.raw = None               # the entry's _RawLaunch where one can be used
+        self.scalars = ()             # raw: [(address, bytes)] of this op's scalar values
+        self.args = None              # cuda.core: the packed arguments
+        self.borrows = None           # ([(param, tensor, mut)], their byte ranges): TL104/105
+
+
+class _RawLaunch:
+    """A cached launch packed once for the driver's ``cuLaunchKernel``, called through ctypes:
+    what ``cuda.core.launch`` redoes on every call (convert each argument, build the parameter
+    array and the launch configuration) is done here once per entry.
+
+    The parameter values sit in one buffer, a 16-byte slot each, ``ptrs`` pointing at the
+    slots; scalars (their values differ from op to op) are written into their slots under
+    ``lock`` right before the call — the driver copies the parameters when it is called."""
+
+    __slots__ = ("go", "buf", "ptrs", "base", "lock", "last")
+
+    def __init__(self, fn, func, grid3, block: int, template):
+        n = max(len(template), 1)
+        self.buf = buf = (ctypes.c_uint64 * (2 * n))()
+        self.base = base = ctypes.addressof(buf)
+        self.ptrs = (ctypes.c_void_p * n)(*[base + 16 * i for i in range(n)])
+        for i, a in enumerate(template):
+            if a is not None:
+                b = _arg_bytes(a)
+                ctypes.memmove(base + 16 * i, b, len(b))
+        gx, gy, gz = grid3
+        self.go = functools.partial(fn, func, int(gx), int(gy), int(gz), int(block), 1, 1, 0)
+        self.lock = threading.Lock()
+        self.last = None              # the scalar slots written last (skipped when the same)
+
+    def launch(self, handle, scalars=()) -> int:
+        """Enqueue on the stream ``handle`` (a c_void_p); the driver's error code (0: queued)."""
+        if not scalars:
+            return self.go(handle, self.ptrs, None)
+        with self.lock:
+            if self.last is not scalars:
+                for addr, b in scalars:
+                    ctypes.memmove(addr, b, len(b))
+                self.last = scalars
+            return self.go(handle, self.ptrs, None)
+
+    def scalar_slots(self, entry, values) -> list:
+        """[(address, bytes)] of the scalar arguments in ``values``."""
+        base = self.base
+        return [(base + 16 * i, _arg_bytes(scalar_value(values[name], dtype)))
+                for i, name, dtype in entry.scalars]
+
+
+def _arg_bytes(a) -> bytes:
+    """A packed argument's bytes as ``cuda.core.launch`` passes it: a Python int as a 64-bit
+    pointer, a NumPy scalar at its own width."""
+    if type(a) is int:
+        return (a & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little")
+    b = a.tobytes()
+    if len(b) > 16:
+        raise ValueError("a kernel argument wider than 16 bytes")
+    return b
+
+
+def _raw_launch(plan, entry):
+    """The entry's _RawLaunch, or False where the driver library or the kernel's function
+    handle cannot be had (then ``cuda.core.launch`` launches it)."""
+    raw = False
+    lib = libcuda()
+    if lib is not None:
+        try:
+            func = plan.function
+            if func is None:
+                func = plan.function = _function_handle(plan.kernel)
+            if func:
+                raw = _RawLaunch(lib.cuLaunchKernel, func, _pad3(entry.grid), plan.block,
+                                 entry.template)
+        except Exception:
+            raw = False
+    entry.raw = raw
+    return raw
+
+
+def _function_handle(kernel):
+    """A ``CUfunction`` for a cuda.core Kernel as a ctypes.c_void_p (False when there is none):
+    the library kernel's function in the current context."""
+    try:
+        from cuda.bindings import driver
+        h = kernel.handle
+        if isinstance(h, driver.CUkernel):
+            err, h = driver.cuKernelGetFunction(h)
+            if int(err) != 0:
+                return False
+        h = int(h)
+        return ctypes.c_void_p(h) if h else False
+    except Exception:
+        return False
 
 
 _LIBCUDA = [None]
@@ -148,28 +279,53 @@ def _core_launch(*args):
 class LaunchOp(DeviceOp):
     """A lazy kernel launch. Its result is the tuple of its arguments (ownership handed back)."""
 
+    _result = None                    # the tuple handed back (plain arguments)
+    _entry = None                     # the _Entry of the latest start
+    _fast = None                      # a _Fast once started (plain arguments only)
+    _args = None                      # the positional arguments when they bind one to one
+    sim_result = None
+    compiled = None
+
     def __init__(self, kernel, args, kwargs, grid=None):
         super().__init__()
         self.kernel = kernel
-        self.info = kernel_info(kernel)
+        self.info = info = kernel_info(kernel)
         self.label = kernel.name
         self.grid = _normalize_grid(grid) if grid is not None else None
-        self.bound, self.explicit_consts = self._bind(args, dict(kwargs))
-        self._consts_key = tuple(sorted(self.explicit_consts.items())) \
-            if self.explicit_consts else ()
+        self.bound, self.explicit_consts = bound, consts = self._bind(args, kwargs)
+        self._consts_key = tuple(sorted(consts.items())) if consts else ()
         plain = True
-        for v in self.bound.values():
+        backend = None
+        for v in bound.values():
             t = type(v)
-            if t is not Tensor and t is not Partition and not isinstance(v, _SCALARS):
+            if t is Tensor:
+                if backend is None:
+                    backend = v.storage.backend
+            elif t is Partition:
+                if backend is None:
+                    backend = v.tensor.storage.backend
+            elif not isinstance(v, _SCALARS):
                 plain = False
                 break
         self._plain = plain
-        self._result = None
-        self._entry = None
-        self.backend = _backend_of(self.bound.values())
+        self.backend = backend if plain else _backend_of(bound.values())
         self.diagnostics: list[Diagnostic] = []
-        self.sim_result = None
-        self.compiled = None
+        if plain and grid is None and not kwargs and not info.consts \
+                and len(args) == len(info.names):
+            # the arguments bind one to one, in order: they are the result; an op of the very
+            # same objects was started before: reuse its _Fast (the checks that can change
+            # still run on every start)
+            args = self._args = tuple(args)
+            r = info.recent
+            f = r() if r is not None else None
+            if f is not None:
+                res = f.result
+                if len(res) == len(args):
+                    for a, b in zip(args, res):
+                        if a is not b:
+                            break
+                    else:
+                        self._fast = f
 
     # --- binding arguments to parameters -------------------------------------------------------
     def _bind(self, args, kwargs):
@@ -229,6 +385,67 @@ class LaunchOp(DeviceOp):
         return values, returned
 
     def _enqueue(self, ctx: ExecContext):
+        f = self._fast
+        if f is None or f.backend != ctx.backend:
+            return self._enqueue_first(ctx)
+        if self._entry is not f.entry:
+            self._adopt(f)
+        # the same argument objects as a start that passed every check: only what can change
+        # between two starts is checked again
+        if MEASURE[0]:
+            t0 = time.perf_counter()
+            self._check_again(f, ctx)
+            STATS["check_s"] += time.perf_counter() - t0
+            STATS["checks"] += 1
+        else:
+            for o in f.movers:
+                if o.moved is not None:
+                    self._raise_moved(self.bound, ctx)
+            if ownership._count:
+                flight = ctx.flight
+                # ownership.others_in_flight, inlined: work in flight on another stream?
+                if flight is None or ownership._count > len(ownership._lanes.get(flight.lane, ())):
+                    self._check_in_flight(self.bound, f.entry, ctx)
+        entry = f.entry
+        if entry.run:
+            raw = f.raw
+            handle = ctx.handle
+            if raw is not None and handle is not None:
+                err = raw.go(handle, raw.ptrs, None) if not f.scalars else \
+                    raw.launch(handle, f.scalars)
+                if err:
+                    self._raw_failed(entry, ctx, f.args)
+            elif ctx.backend == "gpu":
+                self._run_gpu(self.bound, entry, ctx, f.args)
+            else:
+                self._run_sim(self.bound, entry.consts, entry.grid)
+        flight = ctx.flight
+        if flight is not None:
+            flight.entries.extend(f.fentries)
+            keep = flight.keep
+            keep.extend(f.keep)
+            keep.append(f)
+        return f.result
+
+    def _adopt(self, f) -> None:
+        """A _Fast shared from an earlier op: what a first start sets on the op."""
+        entry = f.entry
+        self._entry = entry
+        self.diagnostics = entry.diagnostics
+        self._result = f.result
+        if entry.plan is not None:
+            self.compiled = entry.plan.compiled
+
+    def _check_again(self, f, ctx) -> None:
+        for o in f.movers:
+            if o.moved is not None:
+                self._raise_moved(self.bound, ctx)
+        if ownership.others_in_flight(ctx.flight):
+            self._check_in_flight(self.bound, f.entry, ctx)
+
+    def _enqueue_first(self, ctx: ExecContext):
+        """A start with arguments not seen by this op before: the cache key of their layout,
+        the entry (checked, specialized, packed) for it, then the launch."""
         info = self.info
         values, returned = self._resolve(ctx)
         measure = MEASURE[0]
@@ -236,17 +453,22 @@ class LaunchOp(DeviceOp):
             t0 = time.perf_counter()
         # moves (always checked: a tensor can be moved after an identical launch was checked)
         parts = []
+        movers = []
         for name in info.names:
             v = values.get(name)
             cls = type(v)
             if cls is Partition:
-                if v.moved is not None or v.tensor.moved is not None:
+                t = v.tensor
+                if v.moved is not None or t.moved is not None:
                     self._raise_moved(values, ctx)
-                parts.append((v.tensor.key, v.tile_shape))
+                parts.append((t.key, v.tile_shape))
+                movers.append(v)
+                movers.append(t)
             elif cls is Tensor:
                 if v.moved is not None:
                     self._raise_moved(values, ctx)
                 parts.append(v.key)
+                movers.append(v)
             elif name in values:
                 parts.append((cls, v) if name in info.consts else cls)
         key = (ctx.backend, tuple(parts), self._consts_key, self.grid)
@@ -261,37 +483,76 @@ class LaunchOp(DeviceOp):
         if measure:
             STATS["check_s"] += time.perf_counter() - t0
             STATS["checks"] += 1
+        plain = returned is self.bound
         # run (an empty grid launches nothing)
+        args = raw = None
+        scalars = ()
         if entry.run:
             if ctx.backend == "sim":
                 self._run_sim(values, entry.consts, entry.grid)
             else:
-                self._run_gpu(values, entry, ctx)
+                self.compiled = entry.plan.compiled
+                raw = entry.raw
+                if raw is None:
+                    raw = _raw_launch(entry.plan, entry)
+                if not raw or entry.foreign:
+                    raw = None
+                if raw is not None and entry.scalars:
+                    scalars = raw.scalar_slots(entry, values)
+                if raw is not None and ctx.handle is not None:
+                    if raw.launch(ctx.handle, scalars):
+                        args = self._raw_failed(entry, ctx, None, values)
+                        raw = None
+                else:
+                    args = self._run_gpu(values, entry, ctx)
         # the in-flight record: what this launch reads and writes
+        fentries, keep = [], []
+        for name, mut in entry.arrays:
+            v = values[name]
+            if type(v) is Partition:
+                keep.append(v)
+                t = v.tensor
+                src = v._source         # a borrowing partition: the lent tensor too
+                if src is not None:
+                    lo, hi = src.range
+                    fentries.append((lo, hi, True, src, name))
+            else:
+                t = v
+            lo, hi = t.range
+            if hi > lo:
+                fentries.append((lo, hi, mut, t, name))
+            keep.append(t)
+        result = self._args
+        if result is None:
+            result = tuple(returned[n] for n in info.names if n in returned)
+        f = None
+        if plain:
+            self._result = result
+            f = _Fast(ctx.backend, entry, tuple(movers), fentries, keep, result)
+            if entry.run and ctx.backend == "gpu":
+                f.raw = raw
+                f.scalars = scalars
+                f.args = args
+            self._fast = f
+            if self._args is not None:
+                info.recent = weakref.ref(f)
         flight = ctx.flight
         if flight is not None:
-            entries, keep = flight.entries, flight.keep
-            for name, mut in entry.arrays:
-                v = values[name]
-                if type(v) is Partition:
-                    keep.append(v)
-                    t = v.tensor
-                    src = v._source         # a borrowing partition: the lent tensor too
-                    if src is not None:
-                        lo, hi = src.range
-                        entries.append((lo, hi, True, src, name))
-                else:
-                    t = v
-                lo, hi = t.range
-                if hi > lo:
-                    entries.append((lo, hi, mut, t, name))
-                keep.append(t)
-        if returned is self.bound and self._result is not None:
-            return self._result
-        result = tuple(returned[n] for n in info.names if n in returned)
-        if returned is self.bound:
-            self._result = result
+            flight.entries.extend(fentries)
+            flight.keep.extend(keep)
+            if f is not None:
+                flight.keep.append(f)     # shared with later ops of the same arguments
         return result
+
+    def _raw_failed(self, entry, ctx, args, values=None):
+        """The driver refused the ctypes launch (a thread without the context current, ...):
+        launch through cuda.core, which raises the driver's error if it persists."""
+        args = self._run_gpu(values if values is not None else self.bound, entry, ctx, args)
+        entry.raw = False             # cuda.core launched it: use cuda.core from now on
+        f = self._fast
+        if f is not None:
+            f.raw = None
+        return args
 
     def _raise_moved(self, values, ctx) -> None:
         for name, v in values.items():
@@ -341,12 +602,19 @@ class LaunchOp(DeviceOp):
         return entry
 
     def _check_in_flight(self, values, entry, ctx) -> None:
-        args = []
-        for name, mut in entry.arrays:
-            v = values[name]
-            args.append((name, v.tensor if type(v) is Partition else v, mut))
+        f = self._fast
+        borrows = f.borrows if f is not None and f.entry is entry else None
+        if borrows is None:
+            args = []
+            for name, mut in entry.arrays:
+                v = values[name]
+                args.append((name, v.tensor if type(v) is Partition else v, mut))
+            borrows = (args, ownership.launch_ranges(args))
+            if f is not None and f.entry is entry:
+                f.borrows = borrows
         lane = ctx.flight.lane if ctx.capture is None else ownership.NO_LANE
-        hits = ownership.check_launch_borrows(args, ctx.flight, self.where, lane)
+        hits = ownership.check_launch_borrows(borrows[0], ctx.flight, self._where, lane,
+                                              borrows[1])
         if hits:
             raise OwnershipError([d for _, d in hits])
 
@@ -408,15 +676,17 @@ class LaunchOp(DeviceOp):
             plan.module = module                   # keeps the module loaded
         return plan
 
-    def _run_gpu(self, values, entry, ctx) -> None:
+    def _run_gpu(self, values, entry, ctx, args=None):
+        """Launch through ``cuda.core.launch``; returns the packed arguments (for reuse)."""
         plan = entry.plan
         self.compiled = plan.compiled
-        if entry.scalars:
-            args = list(entry.template)
-            for i, name, dtype in entry.scalars:
-                args[i] = scalar_value(values[name], dtype)
-        else:
-            args = entry.template
+        if args is None:
+            if entry.scalars:
+                args = list(entry.template)
+                for i, name, dtype in entry.scalars:
+                    args[i] = scalar_value(values[name], dtype)
+            else:
+                args = entry.template
         stream = ctx.stream
         if entry.foreign:
             for name, _ in entry.arrays:
@@ -427,6 +697,7 @@ class LaunchOp(DeviceOp):
         _core_launch(stream, entry.config, plan.kernel, *args)
         if ctx.capture is not None:
             ctx.capture.kernels += 1
+        return args
 
     def _run_sim(self, values, consts, grid) -> None:
         info = self.info

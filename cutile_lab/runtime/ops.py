@@ -264,7 +264,11 @@ def _start(op: DeviceOp, stream, *, for_sync: bool) -> "Pending":
         s = stream if type(stream) is _STREAM[0] else as_core_stream(stream)
     else:
         s = g.default_stream if for_sync else g.pool_stream()
-    lane, handle = g.stream_handles(s)
+    hit = g._keys.get(id(s))          # GpuContext.stream_handles, inlined
+    if hit is not None and hit[0] is s:
+        lane, handle = hit[1], hit[2]
+    else:
+        lane, handle = g.stream_handles(s)
     flight = Flight(op.label, op._where, "gpu", s, lane)
     ownership.register(flight)
     ctx = ExecContext("gpu", s, flight, None, g, handle)

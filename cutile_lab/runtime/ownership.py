@@ -186,12 +186,13 @@ def release(flight: Flight) -> None:
 
 def reap() -> None:
     """Release every flight whose work has completed. A stream completes its flights in order,
-    so on each lane a binary search over the events finds where completion stops."""
+    so on each lane a binary search over the events finds where completion stops, and the
+    completed prefix is released at once."""
+    global _count
     with _lock:
-        for lane in list(_lanes.values()):
-            lane = list(lane)
+        for key, lane in list(_lanes.items()):
             if not lane or lane[0].backend != "gpu":
-                for f in lane:
+                for f in list(lane):
                     f.query()
                 continue
             lo, hi = 0, len(lane)          # lane[:lo] done, lane[hi:] not done
@@ -202,8 +203,23 @@ def reap() -> None:
                     lo = mid + 1
                 else:
                     hi = mid
+            if not lo:
+                continue
+            pool = EVENT_POOL
             for f in lane[:lo]:
-                release(f)
+                if f.published and BORROWS is not None:
+                    BORROWS.release(f)
+                f.done = True
+                f.entries = []
+                f.keep = []
+                ev = f.event
+                if ev is not None and len(pool) < 64:
+                    f.event = None
+                    pool.append(ev)
+            del lane[:lo]
+            _count -= lo
+            if not lane:
+                del _lanes[key]
 
 
 def live_flights() -> list[Flight]:
@@ -305,11 +321,13 @@ def check_host_access(tensor, what: str, *, write: bool = False) -> None:
 
 
 def check_launch_borrows(args, exclude: Flight | None, where,
-                         exclude_lane=NO_LANE) -> list:
+                         exclude_lane=NO_LANE, ranges=None) -> list:
     """TL104/TL105 for one launch: ``args`` is [(param, tensor, mut)]; returns
     [(param, diagnostic)]. Work already queued on the same chain (``exclude``) or on the same
-    stream (``exclude_lane``) is ordered before this launch and does not conflict."""
-    if not _count:
+    stream (``exclude_lane``) is ordered before this launch and does not conflict.
+    ``ranges``: ``launch_ranges(args)``, when the caller keeps it."""
+    if not _count or not _any_conflict(ranges if ranges is not None else launch_ranges(args),
+                                       exclude, exclude_lane):
         return []
     from cutile_lab.runtime.callsite import as_span
     where = as_span(where)
@@ -339,6 +357,32 @@ def check_launch_borrows(args, exclude: Flight | None, where,
             help="wait for that work first (`.sync()`, `await`, `pending.wait()`), or chain "
                  "this launch after it with `.then(...)` so that the stream orders them")))
     return out
+
+
+def launch_ranges(args) -> tuple:
+    """((lo, hi, mut), ...) of a launch's ``args`` [(param, tensor, mut)] (empty ranges left
+    out): what ``_any_conflict`` scans the live flights for."""
+    return tuple((t.range[0], t.range[1], mut) for _, t, mut in args if t.range[1] > t.range[0])
+
+
+def _any_conflict(ranges, exclude, exclude_lane) -> bool:
+    """One pass over the live flights: could any of ``ranges`` conflict with one of them? (The
+    common case, none, costs one scan; a hit is then examined argument by argument.)"""
+    if not ranges:
+        return False
+    with _lock:
+        for key, lane in _lanes.items():
+            if key == exclude_lane:
+                continue
+            for f in lane:
+                if f is exclude or f.done:
+                    continue
+                for entry in f.entries:
+                    elo, ehi, emut = entry[0], entry[1], entry[2]
+                    for lo, hi, mut in ranges:
+                        if elo < hi and lo < ehi and (emut or mut):
+                            return True
+    return False
 
 
 def pending_reader_stream(tensor):

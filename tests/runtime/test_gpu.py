@@ -403,3 +403,70 @@ def test_diag_missing_argument_and_ragged_note():
     op = K.vadd(cl.zeros(1000).partition(128), cl.ones(1000), cl.ones(1000))
     op.sync()
     assert [d.code for d in op.diagnostics] == ["TL114"]                  # ragged: a note
+
+
+# --- the cached start path (ctypes cuLaunchKernel, recycled events) ------------------------------
+
+def test_restarted_ops_launch_the_right_arguments(rng):
+    import importlib
+    L = importlib.import_module("cutile_lab.runtime.launch")
+    a = rng.standard_normal(1 << 16).astype(np.float32)
+    x = upload(a)
+    z = cl.zeros(1 << 16).sync()
+    s = cl.stream()
+    op = K.accumulate(z.partition_mut(1024), x)
+    pendings = [op.start(s) for _ in range(10)]
+    pendings[-1].wait()
+    np.testing.assert_allclose(z.to_numpy(), 10 * a, rtol=1e-5)
+    assert op._fast is not None and op._entry.raw is not False   # the ctypes launch was used
+    # one entry, scalars written per op: 2.0 and 3.0 alternate on the same packed buffer
+    p = z.partition_mut(1024)
+    two, three = K.scale(p, x, 2.0), K.scale(p, x, 3.0)
+    for op_, k in ((two, 2), (three, 3), (two, 2), (three, 3), (three, 3), (two, 2)):
+        op_.sync_on(s)
+        np.testing.assert_allclose(z.to_numpy(), k * a, rtol=1e-6)
+    assert two._entry is three._entry and isinstance(two._entry.raw, L._RawLaunch)
+    for _ in range(5):
+        two.start(s)
+        last = three.start(s)
+    last.wait()
+    np.testing.assert_allclose(z.to_numpy(), 3 * a, rtol=1e-6)
+    # a new op of the same layout (a new partition object) reuses the packed launch
+    again = K.accumulate(z.partition_mut(1024), x)
+    again.sync()
+    np.testing.assert_allclose(z.to_numpy(), 4 * a, rtol=1e-6)
+
+
+def test_restarted_ops_are_still_checked(gate):
+    x = cl.ones(1 << 20).sync()
+    y = cl.ones(1 << 20).sync()
+    z = cl.zeros(1 << 20).sync()
+    w = cl.zeros(1 << 20).sync()
+    reader = K.scale(w.partition_mut(1024), z, 1.0)        # reads z
+    writer = K.scale(z.partition_mut(1024), x, 2.0)        # writes z, reads x
+    clobber = K.vadd(x.partition_mut(1024), w, y)          # writes x
+    for op in (clobber, reader, writer, reader, writer):  # clobber first: x = 0 + 1
+        op.sync()
+    s = cl.stream()
+    _hold(gate, s, x)
+    pending = writer.start(s)
+    try:
+        with pytest.raises(OwnershipError) as e:           # TL104, re-started op
+            reader.sync()
+        assert codes(e) == ["TL104"]
+        with pytest.raises(OwnershipError) as e:           # TL104, rebuilt op
+            K.scale(w.partition_mut(1024), z, 1.0).sync()
+        assert codes(e) == ["TL104"]
+        with pytest.raises(OwnershipError) as e:           # TL105
+            clobber.sync()
+        assert codes(e) == ["TL105"]
+        assert not pending.done()
+    finally:
+        gate.open()
+    pending.wait()
+    reader.sync()
+    assert (w.to_numpy() == 2).all()
+    y.partition(1024)                                      # y moves: clobber can't use it
+    with pytest.raises(OwnershipError) as e:               # TL102, re-started op
+        clobber.sync()
+    assert codes(e) == ["TL102"]

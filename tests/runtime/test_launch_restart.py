@@ -1,0 +1,170 @@
+"""The cached start path: an op started again (or a new op of the very same argument objects)
+reuses what its first start checked and packed, and still runs the checks that can change
+between two starts — moves (TL102) and in-flight work (TL104/TL105) — every time."""
+import ctypes
+import importlib
+
+import numpy as np
+import pytest
+
+import cutile_lab as cl
+from cutile_lab.runtime import OwnershipError
+from tests.runtime import kernels as K
+
+L = importlib.import_module("cutile_lab.runtime.launch")
+
+pytestmark = pytest.mark.usefixtures("sim")
+
+
+def codes(excinfo) -> list[str]:
+    return [d.code for d in excinfo.value.diagnostics]
+
+
+def test_restarted_op_reruns_and_sees_new_data():
+    x = cl.ones(256).sync()
+    z = cl.zeros(256).sync()
+    op = K.accumulate(z.partition_mut(128), x)
+    for _ in range(5):
+        op.sync()
+    assert op._fast is not None
+    assert (z.to_numpy() == 5).all()
+
+
+def test_restarted_op_refuses_a_moved_tensor():
+    x = cl.ones(256).sync()
+    y = cl.ones(256).sync()
+    z = cl.zeros(256).sync()
+    p = z.partition_mut(128)
+    op = K.vadd(p, x, y)
+    op.sync()
+    op.sync()                                  # the cached path
+    assert op._fast is not None
+    px = x.partition(128)                      # x moves after the launch was checked
+    with pytest.raises(OwnershipError) as e:
+        op.sync()
+    assert codes(e) == ["TL102"] and "`x`" in e.value.diagnostics[0].message
+    with pytest.raises(OwnershipError) as e:   # a new op of the same objects: refused too
+        K.vadd(p, x, y).sync()
+    assert codes(e) == ["TL102"]
+    with pytest.raises(OwnershipError) as e:
+        op.start()
+    assert codes(e) == ["TL102"]
+    assert px.unpartition() is not None
+
+
+def test_restarted_op_refuses_a_partition_whose_borrow_ended():
+    x = cl.ones(256).sync()
+    z = cl.zeros(256).sync()
+    p = z.partition_mut(128)
+    op = K.accumulate(p, x)
+    op.sync()
+    op.sync()
+    p.release()
+    with pytest.raises(OwnershipError) as e:
+        op.sync()
+    assert codes(e) == ["TL102"]
+    assert (z.to_numpy() == 2).all()
+
+
+def test_restarted_op_detects_in_flight_conflicts():
+    x = cl.ones(256).sync()
+    z = cl.zeros(256).sync()
+    w = cl.zeros(256).sync()
+    reader = K.scale(w.partition_mut(128), z, 1.0)     # reads z, writes w
+    writer = K.scale(z.partition_mut(128), x, 2.0)     # writes z
+    clobber = K.scale(x.partition_mut(128), w, 1.0)    # writes x (the writer's input)
+    for op in (reader, writer, clobber, reader, writer):
+        op.sync()                                      # every op cached
+    assert all(op._fast is not None for op in (reader, writer, clobber))
+    pending = writer.start()                           # in flight until waited for
+    with pytest.raises(OwnershipError) as e:           # reads what in-flight work writes
+        reader.sync()
+    assert codes(e) == ["TL104"]
+    with pytest.raises(OwnershipError) as e:           # writes what in-flight work reads
+        clobber.sync()
+    assert codes(e) == ["TL105"]
+    with pytest.raises(OwnershipError) as e:           # a second writer of z
+        writer.start()
+    assert codes(e)[0] in ("TL104", "TL105")
+    with pytest.raises(OwnershipError) as e:           # a new op of the same objects
+        K.scale(w.partition_mut(128), z, 1.0).sync()
+    assert codes(e) == ["TL104"]
+    pending.wait()
+    reader.sync()                                      # fine once it completed
+    np.testing.assert_array_equal(w.to_numpy(), z.to_numpy())
+
+
+def test_new_op_of_the_same_objects_shares_the_cached_start():
+    x = cl.ones(256).sync()
+    y = cl.ones(256).sync()
+    z = cl.zeros(256).sync()
+    p = z.partition_mut(128)
+    first = K.vadd(p, x, y)
+    first.sync()
+    again = K.vadd(p, x, y)
+    assert again._fast is first._fast
+    assert again.sync() == (p, x, y)
+    assert again.diagnostics == first.diagnostics and again._entry is first._entry
+    other = K.vadd(p, y, x)                            # other objects: its own first start
+    assert other._fast is None
+    other.sync()
+    # scalars: only the very same object is shared (2.0 and 3.0 are different launches)
+    a, b = K.scale(p, x, 2.0), K.scale(p, x, 3.0)
+    a.sync()
+    assert (z.to_numpy() == 2).all()
+    b.sync()
+    assert (z.to_numpy() == 3).all()
+    a.sync()
+    assert (z.to_numpy() == 2).all()
+
+
+def test_rebuilt_op_after_the_tensor_is_gone_does_not_reuse_stale_state():
+    import gc
+    x = cl.ones(256).sync()
+    z = cl.zeros(256).sync()
+    K.accumulate(z.partition_mut(128), x).sync()
+    del z
+    gc.collect()
+    z2 = cl.zeros(256).sync()
+    op = K.accumulate(z2.partition_mut(128), x)
+    assert op._fast is None
+    op.sync()
+    assert (z2.to_numpy() == 1).all()
+
+
+# --- the packed parameters of the ctypes launch ---------------------------------------------------
+
+def test_raw_launch_packs_what_cuda_core_passes():
+    calls = []
+
+    def fake_launch(*args):
+        func, gx, gy, gz, bx, by, bz, shmem, stream, ptrs, extra = args
+        calls.append(args)
+        return 0
+
+    template = [0x7F00_1234_5600, np.int32(1000), np.int32(1), None, np.int64(-3), None]
+    raw = L._RawLaunch(fake_launch, ctypes.c_void_p(0xABC), (4, 2, 1), 128, template)
+
+    class E:
+        scalars = [(3, "alpha", cl.f32), (5, "h", cl.bf16)]
+
+    slots = raw.scalar_slots(E, {"alpha": 0.5, "h": 1.0})
+    assert raw.launch(ctypes.c_void_p(7), slots) == 0
+    func, gx, gy, gz, bx, by, bz, shmem, stream, ptrs, extra = calls[0]
+    assert (func.value, gx, gy, gz, bx, by, bz, shmem, stream.value, extra) == \
+        (0xABC, 4, 2, 1, 128, 1, 1, 0, 7, None)
+
+    def at(i, n):
+        return ctypes.string_at(ptrs[i], n)
+    assert at(0, 8) == (0x7F00_1234_5600).to_bytes(8, "little")
+    assert at(1, 4) == np.int32(1000).tobytes() and at(2, 4) == np.int32(1).tobytes()
+    assert at(3, 4) == np.float32(0.5).tobytes()
+    assert at(4, 8) == np.int64(-3).tobytes()
+    assert at(5, 2) == np.uint16(0x3F80).tobytes()          # bf16 1.0
+    # another op's scalars are written before its own call
+    other = raw.scalar_slots(E, {"alpha": 2.0, "h": 1.0})
+    raw.launch(ctypes.c_void_p(7), other)
+    assert at(3, 4) == np.float32(2.0).tobytes()
+    raw.launch(ctypes.c_void_p(7), slots)
+    assert at(3, 4) == np.float32(0.5).tobytes()
+    assert len(calls) == 3
