@@ -367,6 +367,33 @@ class Bench:
                       sdpa_ms=t_torch * 1e3)
 
 
+CONFIG_KEYS = {"add": ("B",), "softmax": ("BR",), "layernorm": ("BR",), "rmsnorm": ("BR",),
+               "gemm": ("BM", "BN", "BK"), "attention": ("BQ", "BKV")}
+
+
+def fastest_configurations(rows: list[dict]):
+    """(family, variant, configuration, ms) of the fastest cutile_lab row per family and
+    variant: the row length for row-wise kernels, the largest size for GEMM, non-causal
+    attention; what ``--tune`` stores."""
+    best: dict = {}
+    for r in rows:
+        family = r["family"]
+        if family not in CONFIG_KEYS or not r["name"].startswith("cutile_lab"):
+            continue
+        if family == "gemm" and r.get("n") != max(x.get("n", 0) for x in rows
+                                                  if x["family"] == "gemm"):
+            continue
+        if family == "attention" and r.get("causal"):
+            continue
+        variant = str(r["cols"]) if family in ("softmax", "layernorm", "rmsnorm") else "*"
+        cfg = {k: r[k] for k in CONFIG_KEYS[family] if k in r}
+        cfg.update({k: r[k] for k in ("occupancy", "num_ctas", "num_worker_warps", "schedule")
+                    if r.get(k)})
+        if (family, variant) not in best or r["ms"] < best[(family, variant)][3]:
+            best[(family, variant)] = (family, variant, cfg, r["ms"])
+    return list(best.values())
+
+
 def rowwise_figure(rows: list[dict], peaks):
     """Achieved bandwidth of the row-wise kernels per row length, ours beside PyTorch's, under
     the datasheet bandwidth (every case moves the same 256 MB, so length is the variable)."""
@@ -459,7 +486,15 @@ def main(argv=None) -> int:
     ap.add_argument("--only", help="comma list of: add,rowwise,gemm,attention")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--replot", metavar="JSON", help="only redraw the plots of a results file")
+    ap.add_argument("--tune-from", metavar="JSON",
+                    help="store the fastest configurations of a results file (no GPU needed)")
     args = ap.parse_args(argv)
+    if args.tune_from:
+        data = json.loads(Path(args.tune_from).read_text())
+        for family, variant, cfg, ms in fastest_configurations(data["rows"]):
+            store(data["arch"], family, cfg, variant=variant, ms=ms)
+        print(f"stored the fastest configurations of {args.tune_from}")
+        return 0
     if args.replot:
         from cutile_lab.performance.peaks import lookup_device
         path = Path(args.replot)
