@@ -25,7 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cutile_lab as cl                                              # noqa: E402
-from benchmarks.common import median, to_torch, try_import, versions  # noqa: E402
+from benchmarks.common import (event_times, median, to_torch,  # noqa: E402
+                               torch_event_times, try_import, versions)
 from cutile_lab.kernels import elementwise, flash_attention, matmul, rowwise  # noqa: E402
 from cutile_lab.kernels.library import template                     # noqa: E402
 from cutile_lab.kernels.tuning import hints_text, store                         # noqa: E402
@@ -77,34 +78,12 @@ class Bench:
 
     # --- timing -----------------------------------------------------------------------------
     def ours(self, run, warmup=3, repeats=20):
-        from cuda.core import EventOptions
-        opts = EventOptions(timing_enabled=True)
-        for _ in range(warmup):
-            run()
-        self.s.sync()
-        pairs = []
-        for _ in range(repeats):
-            e0 = self.s.record(options=opts)
-            run()
-            e1 = self.s.record(options=opts)
-            pairs.append((e0, e1))
-        self.s.sync()
-        return median([(e1 - e0) / 1e3 for e0, e1 in pairs])
+        """Median seconds of ``run`` (launches on our stream) from CUDA-event pairs."""
+        return median(event_times(run, self.s, warmup=warmup, repeats=repeats))
 
     def theirs(self, run, warmup=3, repeats=20):
-        torch = self.torch
-        for _ in range(warmup):
-            run()
-        torch.cuda.synchronize()
-        pairs = []
-        for _ in range(repeats):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            run()
-            b.record()
-            pairs.append((a, b))
-        torch.cuda.synchronize()
-        return median([a.elapsed_time(b) / 1e3 for a, b in pairs])
+        """The same for a PyTorch/CuPy baseline on the current torch stream."""
+        return median(torch_event_times(run, warmup=warmup, repeats=repeats))
 
     def record(self, family, name, seconds, count, precision, baseline=None, **extra):
         from cutile_lab.performance.measurement import Measurement
