@@ -6,27 +6,8 @@ import json
 import os
 import sys
 
+from cutile_lab.compiling.specialization import parse_spec
 from cutile_lab.errors import CompileError, CutileLabError, KernelDiagnosticsError
-
-
-def _parse_spec(text: str | None) -> dict[str, int]:
-    consts: dict[str, int] = {}
-    if not text:
-        return consts
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip().isidentifier():
-            raise CutileLabError(f"bad --spec item {item!r}", help="write NAME=VALUE pairs, e.g. "
-                                 "--spec B=128,BK=64")
-        try:
-            consts[name.strip()] = int(value, 0)
-        except ValueError:
-            raise CutileLabError(f"--spec {name.strip()} must be an integer, got {value!r}",
-                                 help="e.g. --spec B=128") from None
-    return consts
 
 
 def cmd_info(args) -> int:
@@ -98,7 +79,7 @@ def cmd_compile(args) -> int:
     else:
         raise CutileLabError(f"{args.file} has {len(kernels)} kernels",
                              help=f"pick one with --kernel ({', '.join(kernels)})")
-    compiled = kernel.compile(args.arch, use_cache=not args.no_cache, **_parse_spec(args.spec))
+    compiled = kernel.compile(args.arch, use_cache=not args.no_cache, **parse_spec(args.spec))
     if args.emit == "tileir":
         _write(args.output, compiled.tileir)
     elif args.emit == "cubin":

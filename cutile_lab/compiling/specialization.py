@@ -57,6 +57,28 @@ class Specialization:
         return ", ".join(f"{k}={v}" for k, v in self.consts) or "no const generics"
 
 
+def parse_spec(text: str | None) -> dict[str, int]:
+    """``"B=128,BK=64"`` -> ``{"B": 128, "BK": 64}``: const generics as the CLI's and the magic's
+    ``--spec`` write them (``CompileError`` with the fix when malformed)."""
+    consts: dict[str, int] = {}
+    for item in (text or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name.isidentifier():
+            raise CompileError(f"--spec: bad item {item!r}",
+                               help="write NAME=VALUE pairs separated by commas, e.g. "
+                                    "--spec B=128,BK=64")
+        try:
+            consts[name] = int(value.strip(), 0)
+        except ValueError:
+            raise CompileError(f"--spec {name} must be an integer, got {value.strip()!r}",
+                               help=f"e.g. --spec {name}=128") from None
+    return consts
+
+
 def default_layouts(kdef: KernelDef) -> dict[str, ArrayLayout | ScalarLayout]:
     layouts: dict[str, ArrayLayout | ScalarLayout] = {}
     for p in kdef.params:

@@ -43,24 +43,11 @@ class TileCellError(Exception):
 
 def parse_spec(text: str | None) -> dict[str, int]:
     """``"B=128,BK=64"`` -> ``{"B": 128, "BK": 64}`` (UsageError when malformed)."""
-    consts: dict[str, int] = {}
-    if not text:
-        return consts
-    for item in text.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        name, sep, value = item.partition("=")
-        name = name.strip()
-        if not sep or not name.isidentifier():
-            raise UsageError(f"--spec: bad item {item!r}; write NAME=VALUE pairs separated by "
-                             "commas, e.g. --spec B=128,BK=64")
-        try:
-            consts[name] = int(value.strip(), 0)
-        except ValueError:
-            raise UsageError(f"--spec: {name} must be an integer, got {value.strip()!r} "
-                             f"(e.g. --spec {name}=128)") from None
-    return consts
+    from cutile_lab.compiling.specialization import parse_spec as parse
+    try:
+        return parse(text)
+    except CompileError as e:
+        raise UsageError(f"{e.message}; {e.help}") from None
 
 
 def parse_show(text: str | None) -> tuple[str, ...]:
