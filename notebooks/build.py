@@ -539,8 +539,8 @@ NB02 = [
     scale(cl.zeros(n).partition(128), x, y).sync()
     ''', RAISES),
     md('''
-    Every parameter needs an argument (this one is refused as the launch is built, before
-    the ownership rules run):
+    Every parameter needs exactly one argument (TL117, refused as the launch is built, before
+    the other rules run):
     '''),
     code('''
     add(cl.zeros(n).partition(128), x)
@@ -649,10 +649,10 @@ NB02 = [
     | launch | TL103 / TL104 / TL105 | host access / read / write against in-flight work |
     | launch | TL110 to TL113 | tile shape, const generic, dtype, rank |
     | launch | TL114 | ragged partition (a note) |
-    | launch | TL115 / TL116 / TL118 / TL119 | output not partitioned / input partitioned / scalar vs tensor / tile counts differ |
+    | launch | TL115 / TL116 / TL117 / TL118 / TL119 | output not partitioned / input partitioned / an argument missing or extra / scalar vs tensor / tile counts differ |
 
-    (A missing argument is refused as the launch is built; `TL117` is the catalog's code for
-    it.) The rest of the catalog, the language's own rules (types of parameters, unknown
+    (`TL117`, an argument missing, extra or given twice, is refused as the launch is built.)
+    The rest of the catalog, the language's own rules (types of parameters, unknown
     names, unsupported Python), is in `docs/diagnostics.md`.
 
     Next, **03-thinking-in-tiles**: 2-D tiles, reductions and a fused softmax.

@@ -471,6 +471,28 @@ def _fmt_tuple(t) -> str:
     return f"({t[0]},)" if len(t) == 1 else "(" + ", ".join(str(x) for x in t) + ")"
 
 
+def argument_problems(kdef: KernelDef, given: Sequence[str], call_site: Span | None = None,
+                      *, extra_positional: int = 0,
+                      source_lookup: Callable[[str, int], str] | None = None
+                      ) -> list[Diagnostic]:
+    """TL117 for a call's argument *names* alone (before anything about the values is known):
+    more positional arguments than parameters, a name given twice or matching no parameter, and
+    a required parameter left out."""
+    plan = _plan(kdef)
+    problems: list[tuple] = [("extra", extra_positional)] if extra_positional else []
+    seen: dict[str, ArgDesc] = {}
+    for name in given:
+        a = ArgDesc(name, "scalar")
+        if name in plan.by_name and name not in seen:
+            seen[name] = a
+        else:
+            problems.append(("unexpected", a))
+    problems.extend(("missing", name) for name in plan.required if name not in seen)
+    if not problems:
+        return []
+    return _Reporter(kdef, call_site, source_lookup, seen, {}).report(problems)
+
+
 class _Reporter:
     def __init__(self, kdef, call_site, lookup, by_name, bound):
         self.kdef = kdef
@@ -536,6 +558,13 @@ class _Reporter:
             f"`{self.kdef.name}` has no parameter `{a.name}`"
         return self.diag("TL117", msg, self.arg_label(a, "this argument"),
                          help=f"`{self.kdef.name}` takes {names}")
+
+    def _extra(self, count: int):
+        n = len(self.kdef.params)
+        return self.diag("TL117", f"`{self.kdef.name}` takes {n} arguments, {n + count} were "
+                                  "given",
+                         help=f"pass one argument per parameter: "
+                              f"{', '.join(p.name for p in self.kdef.params)}")
 
     def _missing(self, name: str):
         p = next(p for p in self.kdef.params if p.name == name)

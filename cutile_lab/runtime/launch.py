@@ -334,40 +334,30 @@ class LaunchOp(DeviceOp):
         if not kwargs and not info.consts and len(args) == len(names):
             return dict(zip(names, args)), {}
         bound: dict = {}
-        extra = []
-        for i, a in enumerate(args):
-            if i < len(names):
-                bound[names[i]] = a
-            else:
-                extra.append(a)
+        given = list(names[:len(args)])
+        for name, a in zip(names, args):
+            bound[name] = a
         consts: dict = {}
         for k, v in kwargs.items():
-            if k in names:
-                if k in bound:
-                    raise LaunchError(f"`{self.label}`: `{k}` is given twice (by position and by "
-                                      f"name)", span=self.where)
-                bound[k] = v
-            elif k in info.generics:
+            if k in info.generics and k not in names:
                 consts[k] = v
             else:
-                raise LaunchError(
-                    f"`{self.label}` has no parameter or const generic named `{k}`",
-                    span=self.where,
-                    help=f"parameters: {', '.join(names)}"
-                         + (f"; const generics: {', '.join(sorted(info.generics))}"
-                            if info.generics else ""))
-        if extra:
-            raise LaunchError(f"`{self.label}` takes {len(names)} arguments, "
-                              f"{len(args)} were given", span=self.where,
-                              help=f"its parameters: {', '.join(names)}")
+                given.append(k)
+                bound.setdefault(k, v)
         for name in list(bound):
             if name in info.consts:
                 consts[name] = bound.pop(name)
-        for p in info.kdef.params:
-            if p.name not in bound and p.name not in consts and p.name not in info.consts:
-                raise LaunchError(f"`{self.label}`: missing argument for parameter `{p.name}`",
-                                  span=self.where, help=f"call {self.label}("
-                                  + ", ".join(n for n in names if n not in info.consts) + ")")
+        missing = [p.name for p in info.kdef.params if p.name not in bound
+                   and p.name not in consts and p.name not in info.consts]
+        if missing or len(given) != len(set(given)) or len(args) > len(names) \
+                or any(k not in names for k in kwargs if k not in info.generics):
+            from cutile_lab.checking.launch_rules import argument_problems
+            diags = argument_problems(info.kdef, [g for g in given if g not in info.generics],
+                                      self.where,
+                                      extra_positional=max(0, len(args) - len(names)))
+            if diags:
+                self.diagnostics = diags
+                raise OwnershipError(diags)
         return bound, consts
 
     # --- running -------------------------------------------------------------------------------

@@ -288,14 +288,20 @@ def test_cutile_kernel_needs_a_grid(rng):
     np.testing.assert_array_equal(z.to_numpy(), 2 * a)
 
 
-def test_argument_binding_errors():
+def test_argument_binding_errors_are_tl117_at_the_call():
     z = cl.zeros(128).sync()
-    with pytest.raises(LaunchError, match="takes 3 arguments"):
-        K.vadd(z.partition(64), z, z, z)
-    with pytest.raises(LaunchError, match="missing argument"):
-        K.vadd(cl.zeros(4))
-    with pytest.raises(LaunchError, match="no parameter"):
-        K.vadd(cl.zeros(4), cl.zeros(4), cl.zeros(4), bogus=1)
+    cases = [(lambda: K.vadd(z.partition_mut(64), z, z, z), "takes 3 arguments, 4 were given"),
+             (lambda: K.vadd(cl.zeros(4)), "gives no argument for `x`"),
+             (lambda: K.vadd(cl.zeros(4), cl.zeros(4), cl.zeros(4), bogus=1),
+              "has no parameter `bogus`"),
+             (lambda: K.vadd(cl.zeros(4), cl.zeros(4), cl.zeros(4), y=1), "`y` is given twice")]
+    for call, message in cases:
+        with pytest.raises(cl.OwnershipError) as e:
+            call()
+        assert [d.code for d in e.value.diagnostics] == ["TL117"] or \
+            "TL117" in [d.code for d in e.value.diagnostics]
+        assert message in str(e.value)
+        assert e.value.diagnostics[0].span.filename == __file__
 
 
 def test_kernel_call_returns_lazy_op():
