@@ -177,7 +177,9 @@ class BorrowState:
     Thread-safe (completion callbacks may run on another thread)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        # Reentrant: a garbage collection inside a locked section can run a tensor's __del__,
+        # which reports back here (``restored``) on the same thread.
+        self._lock = threading.RLock()
         self._moved: dict[int, Span | None] = {}
         self._borrows: dict[int, list[_Borrow]] = {}
         self._by_op: dict[object, set[int]] = {}

@@ -238,3 +238,34 @@ def test_launch_consults_the_borrow_state():
     st.clear()
     st.moved(1, Span("p.py", 1, 0))
     assert check_launch(ADD, _good_args(), None, st) == []        # z is the partition itself
+
+
+def test_borrow_state_survives_reentry_from_a_finalizer():
+    """A collection inside a locked section may run a tensor's __del__, which reports back to
+    the same BorrowState on the same thread: that must not deadlock."""
+    import gc
+    import threading
+
+    state = BorrowState()
+
+    class Finalized:
+        def __del__(self):
+            state.restored(1)
+
+    state.moved(1)
+    state.borrow_mut(2, "op")
+    done = threading.Event()
+
+    def release_with_garbage():
+        with state._lock:                 # what release() holds while it works
+            cycle = Finalized()
+            cycle.self = cycle
+            del cycle
+            gc.collect()                  # runs __del__ -> restored() -> the lock again
+        state.release("op")
+        done.set()
+
+    t = threading.Thread(target=release_with_garbage, daemon=True)
+    t.start()
+    assert done.wait(10), "BorrowState deadlocked when re-entered from a finalizer"
+    assert not state.is_moved(1)
