@@ -842,18 +842,9 @@ def pack_args(params, values) -> list:
     in elements, as int32 (int64 when the layout has 64-bit indices); a scalar as a NumPy scalar of
     exactly its dtype's width (a Python float would be passed as a double)."""
     from cutile_lab.runtime.dtypes import scalar_value
-    from cutile_lab.language.dtypes import DTYPES
-    out = []
-    for p in params:
-        v = values[p.name]
-        if p.kind == "array":
-            t = v.tensor if isinstance(v, Partition) else v
-            it = np.int64 if p.index_bits == 64 else np.int32
-            out.append(t.ptr)
-            out.extend(it(n) for n in t.shape)
-            out.extend(it(s) for s in t.strides)
-        else:
-            out.append(scalar_value(v, DTYPES[p.dtype]))
+    out, scalars = pack_template(params, values)
+    for index, name, dtype in scalars:
+        out[index] = scalar_value(values[name], dtype)
     return out
 
 
