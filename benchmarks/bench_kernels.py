@@ -149,7 +149,7 @@ class Bench:
         self.record("add", "device-to-device copy", self.theirs(lambda: w.copy_(x)), copy, "f32")
         best = None
         kernel = elementwise.ADD.kernel(dt="f32")
-        for B in ([2048] if self.args.quick else [1024, 2048, 4096]):
+        for B in ([256, 2048] if self.args.quick else [256, 512, 1024, 2048, 4096]):
             run = self.launcher(kernel, z, B, cx, cy)
             run()
             self.s.sync()

@@ -132,8 +132,9 @@ class GpuContext:
         from cutile_lab.runtime.memory import stream_handle
         h = stream_handle(s)
         hit = (s, h, ctypes.c_void_p(h))
-        if len(self._keys) < 256:
-            self._keys[id(s)] = hit
+        if len(self._keys) >= 256:        # streams come and go: keep the recent ones
+            self._keys.clear()
+        self._keys[id(s)] = hit
         return hit
 
     def ensure_current(self) -> None:

@@ -187,6 +187,7 @@ class Graph:
                         raise LaunchError(f"cuGraphLaunch failed: {err}")
         finally:
             flight.event = record_event(s, handle)
+            flight.ready = True
         self.replays += n
         return Pending(flight)
 

@@ -43,7 +43,8 @@ import numpy as np
 from cutile_lab.errors import Diagnostic, LaunchError, Span
 from cutile_lab.runtime.dtypes import scalar_value
 from cutile_lab.runtime import ownership
-from cutile_lab.runtime.ops import DeviceOp, ExecContext
+from cutile_lab.runtime import device as _device
+from cutile_lab.runtime.ops import DeviceOp, ExecContext, Pending, _start, as_core_stream
 from cutile_lab.runtime.ownership import OwnershipError
 from cutile_lab.runtime.partition import Partition
 from cutile_lab.runtime.tensor import Tensor
@@ -326,6 +327,60 @@ class LaunchOp(DeviceOp):
                             break
                     else:
                         self._fast = f
+
+    # --- starting ------------------------------------------------------------------------------
+    def start(self, stream=None):
+        """Enqueue the launch on ``stream`` and return at once (see ``DeviceOp.start``).
+
+        Starting the same launch again on the same stream, while its previous start is still
+        in flight with no completion event recorded and no work in flight on other streams,
+        joins the previous start's flight: same memory borrowed, same line, ordered after it.
+        Only the checks that can change run (moves); the launch goes straight to the driver."""
+        f = self._fast
+        if f is not None and stream is not None and f.raw is not None \
+                and self._entry is f.entry:
+            g = _device._context
+            if g is not None:
+                hit = g._keys.get(id(stream))
+                if hit is not None and hit[0] is stream:
+                    lane, handle = hit[1], hit[2]
+                else:
+                    lane, handle = g.stream_handles(as_core_stream(stream))
+                pending = self._join(f, lane, handle)
+                if pending is not None:
+                    return pending
+        pending = _start(self, stream, for_sync=False)
+        flight = pending.flight
+        if self._fast is not None and flight.backend == "gpu":
+            flight.fast = self._fast
+        return pending
+
+    def _join(self, f, lane, handle):
+        """The Pending of the launch enqueued into the lane's last flight, or None where the
+        general path must run."""
+        measure = MEASURE[0]
+        if measure:
+            t0 = time.perf_counter()
+        with ownership._lock:
+            flights = ownership._lanes.get(lane)
+            if not flights or ownership._count != len(flights):
+                return None
+            last = flights[-1]
+            if last.fast is not f or last.event is not None or last.done or not last.ready \
+                    or (last._where is not self._where and last._where != self._where):
+                return None
+            for o in f.movers:
+                if o.moved is not None:
+                    return None
+            if measure:
+                STATS["check_s"] += time.perf_counter() - t0
+                STATS["checks"] += 1
+            raw = f.raw
+            err = raw.go(handle, raw.ptrs, None) if not f.scalars else \
+                raw.launch(handle, f.scalars)
+            if err:
+                return None
+            return Pending(last)
 
     # --- binding arguments to parameters -------------------------------------------------------
     def _bind(self, args, kwargs):

@@ -8,8 +8,9 @@ graph capture in ``graph``.
 
 How a chain runs: ``start()`` picks a stream (the runtime's default stream for ``sync()``, a pool
 stream for ``start()`` / ``await``), registers a ``Flight`` (so that the chain's borrows are
-visible to every other check while it runs), enqueues every op of the chain on that one stream (in
-order: nothing inside a chain needs a host wait), then records a completion event. On the
+visible to every other check while it runs) and enqueues every op of the chain on that one stream
+(in order: nothing inside a chain needs a host wait). No completion event is recorded then: the
+ownership registry records one when somebody asks (see ``ownership``). On the
 simulator the work runs when it is started, and its borrows are held until the host waits for it
 (``sync``, ``wait``, ``await`` or ``done()``), like work in flight on a GPU.
 """
@@ -279,8 +280,7 @@ def _start(op: DeviceOp, stream, *, for_sync: bool) -> "Pending":
         s.sync()
         ownership.release(flight)
         raise
-    if not for_sync:                  # borrows end when this event completes
-        flight.event = record_event(s, handle)
+    flight.ready = True
     return Pending(flight)
 
 
@@ -340,8 +340,8 @@ def wait_flight(flight: Flight) -> None:
         if flight.event is not None:
             flight.event.sync()
         elif flight.stream is not None:
-            flight.stream.sync()      # sync(): no event was recorded
-    ownership.release(flight)
+            flight.stream.sync()      # no event was recorded after it
+    ownership.release_through(flight)
 
 
 class Pending:

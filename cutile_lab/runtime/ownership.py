@@ -7,6 +7,15 @@ using memory that in-flight work writes (TL104) or writing memory that in-flight
 (TL105), use after move (TL102). Completed work releases its borrows automatically: a flight is
 done when its event says so (``cuEventQuery``; on the simulator, once it has run).
 
+Completion events are recorded lazily: an async start records none (an event between two
+kernels costs the GPU and the host time on every launch). A flight without an event is known to
+be done once its stream is idle (``cuStreamQuery``) or once the first event recorded after it
+completes: asking (``query``, a conflict found, the periodic ``reap``) records one such *covering*
+event for every uncovered flight of that stream. Both are conservative: work queued after the
+flight on the same stream delays its release, never the other way round. A repeated start of
+the same launch on the same stream, while the previous one is still uncovered, joins that
+flight (``LaunchOp.start``): it borrows the very same memory, from the same line.
+
 The launch-level rules about one launch's own arguments (aliasing, signature matching) belong to
 ``cutile_lab.checking.launch_rules``; this module only adds time. It keeps that module's
 ``BorrowState`` (``BORROWS``) up to date — moves, and the borrows of every started chain once
@@ -41,7 +50,8 @@ class Flight:
     """One started DeviceOp chain: in flight until ``event`` completes (gpu) or it ran (sim)."""
 
     __slots__ = ("label", "_where", "event", "stream", "backend", "done", "entries", "keep",
-                 "runner", "result", "error", "published", "lane", "__weakref__")
+                 "runner", "result", "error", "published", "lane", "ready", "covered", "fast",
+                 "__weakref__")
 
     def __init__(self, label: str, where, backend: str, stream=None, lane=None):
         self.lane = self if lane is None else lane   # the stream's handle on the GPU
@@ -57,6 +67,9 @@ class Flight:
         self.result = None
         self.error = None
         self.published = False
+        self.ready = False           # everything it runs is enqueued
+        self.covered = False         # ``event`` was recorded after it for several flights
+        self.fast = None             # the launch's _Fast whose repeated starts may join it
 
     @property
     def where(self) -> Span | None:
@@ -70,10 +83,15 @@ class Flight:
         """True once the work has completed (then its borrows are released)."""
         if self.done:
             return True
-        if self.backend == "gpu" and self.event is not None and self.event.is_done:
-            release(self)
-            return True
-        return False
+        if self.backend != "gpu":
+            return False
+        ev = self.event
+        if ev is not None:
+            if ev.is_done:
+                release_through(self)
+                return True
+            return False
+        return _query_uncovered(self)
 
     def describe(self) -> str:
         return f"`{self.label}` (launched at {describe(self.where)})"
@@ -179,22 +197,120 @@ def release(flight: Flight) -> None:
             if not lane:
                 del _lanes[flight.lane]
         ev = flight.event
-        if ev is not None and flight.backend == "gpu" and len(EVENT_POOL) < 64:
+        if ev is not None and flight.backend == "gpu" and not flight.covered \
+                and len(EVENT_POOL) < 64:
             flight.event = None
             EVENT_POOL.append(ev)
+
+
+def release_through(flight: Flight) -> None:
+    """``flight`` has completed, so has every flight queued before it on its stream: release
+    them all."""
+    if flight.backend != "gpu":
+        release(flight)
+        return
+    with _lock:
+        lane = _lanes.get(flight.lane)
+        if lane is None or flight.done:
+            release(flight)
+            return
+        try:
+            n = lane.index(flight) + 1
+        except ValueError:
+            n = 0
+        _release_prefix(flight.lane, lane, n)
+    release(flight)
+
+
+def _release_prefix(key, lane: list, n: int) -> None:
+    """Release ``lane[:n]`` (completed); under ``_lock``."""
+    global _count
+    if not n:
+        return
+    pool = EVENT_POOL
+    for f in lane[:n]:
+        if f.published and BORROWS is not None:
+            BORROWS.release(f)
+        f.done = True
+        f.entries = []
+        f.keep = []
+        ev = f.event
+        if ev is not None and not f.covered and len(pool) < 64:
+            f.event = None
+            pool.append(ev)
+    del lane[:n]
+    _count -= n
+    if not lane:
+        del _lanes[key]
+
+
+def _stream_idle(key) -> bool:
+    """Has all work queued on the stream ``key`` (a CUstream handle) completed?"""
+    from cutile_lab.runtime.launch import libcuda
+    lib = libcuda()
+    if lib is None or type(key) is not int:
+        return False
+    import ctypes
+    return lib.cuStreamQuery(ctypes.c_void_p(key)) == 0
+
+
+def _ready_prefix(lane: list) -> int:
+    n = 0
+    for f in lane:
+        if not f.ready:
+            break
+        n += 1
+    return n
+
+
+def _cover(lane: list) -> None:
+    """Record one event after the enqueued flights of ``lane`` that have none; under
+    ``_lock``."""
+    n = _ready_prefix(lane)
+    todo = [f for f in lane[:n] if f.event is None]
+    if not todo:
+        return
+    ev = todo[-1].stream.record()
+    for f in todo:
+        f.event = ev
+        f.covered = True
+
+
+def _query_uncovered(flight: Flight) -> bool:
+    """``query`` of a GPU flight without an event: done if its stream is idle; else record a
+    covering event (so that a later question has an exact answer) and say not done yet."""
+    with _lock:
+        if flight.done:
+            return True
+        if flight.event is not None:
+            return flight.query()
+        lane = _lanes.get(flight.lane)
+        if lane is None or not flight.ready:
+            return False
+        if _stream_idle(flight.lane):
+            _release_prefix(flight.lane, lane, _ready_prefix(lane))
+            return True
+        _cover(lane)
+        return False
 
 
 def reap() -> None:
     """Release every flight whose work has completed. A stream completes its flights in order,
     so on each lane a binary search over the events finds where completion stops, and the
-    completed prefix is released at once."""
-    global _count
+    completed prefix is released at once. Uncovered flights are released if their stream is
+    idle, else covered by one new event."""
     with _lock:
         for key, lane in list(_lanes.items()):
             if not lane or lane[0].backend != "gpu":
                 for f in list(lane):
                     f.query()
                 continue
+            ready = _ready_prefix(lane)
+            if ready and any(f.event is None for f in lane[:ready]):
+                if _stream_idle(key):
+                    _release_prefix(key, lane, ready)
+                    continue
+                _cover(lane)
             lo, hi = 0, len(lane)          # lane[:lo] done, lane[hi:] not done
             while lo < hi:
                 mid = (lo + hi) // 2
@@ -203,23 +319,7 @@ def reap() -> None:
                     lo = mid + 1
                 else:
                     hi = mid
-            if not lo:
-                continue
-            pool = EVENT_POOL
-            for f in lane[:lo]:
-                if f.published and BORROWS is not None:
-                    BORROWS.release(f)
-                f.done = True
-                f.entries = []
-                f.keep = []
-                ev = f.event
-                if ev is not None and len(pool) < 64:
-                    f.event = None
-                    pool.append(ev)
-            del lane[:lo]
-            _count -= lo
-            if not lane:
-                del _lanes[key]
+            _release_prefix(key, lane, lo)
 
 
 def live_flights() -> list[Flight]:
@@ -446,5 +546,6 @@ def _reset_for_tests() -> None:
 
 
 __all__ = ["OwnershipError", "MoveRecord", "Flight", "register", "add_borrow", "release",
+           "release_through",
            "reap", "live_flights", "raise_use_after_move", "check_host_access",
            "check_launch_borrows", "pending_reader_stream", "order_consumer_stream", "wait_ready"]

@@ -1,5 +1,7 @@
 """GPU test helpers: a gate that holds a stream until the test opens it (so that "work in
 flight" is deterministic), with a fallback that keeps the stream busy instead."""
+import threading
+
 from cuda.bindings import driver
 
 from cutile_lab.runtime.memory import stream_handle
@@ -14,12 +16,18 @@ def _ok(result):
 class Gate:
     """``block(stream)``: the stream waits on a device word; ``open()`` writes it."""
 
-    def __init__(self):
+    def __init__(self, timeout: float = 30.0):
+        self.ctx = _ok(driver.cuCtxGetCurrent())
         self.ptr = _ok(driver.cuMemAlloc(4))
         _ok(driver.cuMemsetD32(self.ptr, 0, 1))
         flags = driver.CUstream_flags.CU_STREAM_NON_BLOCKING
         self.side = _ok(driver.cuStreamCreate(flags))
         self.blocked = []
+        # a test that waits on a held stream by mistake fails after ``timeout`` instead of
+        # hanging the run: the watchdog opens the gate
+        self._watchdog = threading.Timer(timeout, self.open)
+        self._watchdog.daemon = True
+        self._watchdog.start()
 
     def block(self, stream) -> bool:
         (err,) = driver.cuStreamWaitValue32(
@@ -31,10 +39,12 @@ class Gate:
         return ok
 
     def open(self):
+        _ok(driver.cuCtxSetCurrent(self.ctx))        # the watchdog's thread too
         _ok(driver.cuStreamWriteValue32(self.side, self.ptr, 1, 0))
         _ok(driver.cuStreamSynchronize(self.side))
 
     def close(self):
+        self._watchdog.cancel()
         self.open()
         driver.cuStreamDestroy(self.side)
         driver.cuMemFree(self.ptr)

@@ -398,8 +398,9 @@ def test_diag_signature_mismatches(rng):
 
 
 def test_diag_missing_argument_and_ragged_note():
-    with pytest.raises(LaunchError):
-        K.vadd(cl.zeros(10).sync().partition(8))                          # missing arguments
+    with pytest.raises(OwnershipError) as e:                              # missing arguments
+        K.vadd(cl.zeros(10).sync().partition(8))
+    assert codes(e) == ["TL117"]
     op = K.vadd(cl.zeros(1000).partition(128), cl.ones(1000), cl.ones(1000))
     op.sync()
     assert [d.code for d in op.diagnostics] == ["TL114"]                  # ragged: a note
@@ -470,3 +471,78 @@ def test_restarted_ops_are_still_checked(gate):
     with pytest.raises(OwnershipError) as e:               # TL102, re-started op
         clobber.sync()
     assert codes(e) == ["TL102"]
+
+
+# --- lazy completion events: joined starts, covering events, idle streams ------------------------
+
+def _lane_flights(s):
+    import importlib
+    ownership = importlib.import_module("cutile_lab.runtime.ownership")
+    from cutile_lab.runtime.device import gpu
+    lane, _ = gpu().stream_handles(s)
+    return list(ownership._lanes.get(lane, ()))
+
+
+def test_repeated_starts_join_one_flight_and_stay_checked(gate, rng):
+    a = rng.standard_normal(1 << 16).astype(np.float32)
+    x = upload(a)
+    z = cl.zeros(1 << 16).sync()
+    op = K.accumulate(z.partition_mut(1024), x)
+    op.sync()                      # loaded before the gate: a first launch may wait for others
+    cl.synchronize()                                   # nothing in flight on other streams
+    s = cl.stream()
+    _hold(gate, s, x)
+    pendings = [op.start(s) for _ in range(5)]
+    try:
+        flights = _lane_flights(s)
+        assert len(flights) == 1 and all(p.flight is flights[0] for p in pendings), \
+            [(f.label, f.event, f.ready, f.fast, f.done) for f in flights]
+        assert flights[0].event is None                # no event recorded per start
+        with pytest.raises(OwnershipError) as e:       # TL103 while the joined flight runs
+            z.to_numpy()
+        assert codes(e) == ["TL103"]
+        assert not pendings[0].done()
+        assert flights[0].event is not None            # asking recorded a covering event
+        more = op.start(s)                             # covered: a new flight, not a join
+        assert more.flight is not flights[0] and len(_lane_flights(s)) == 2
+    finally:
+        gate.open()
+    pendings[0].wait()                                 # waits for the first flight...
+    assert _lane_flights(s) == [more.flight]
+    more.wait()                                        # ...and this one for the sixth start
+    assert _lane_flights(s) == []
+    np.testing.assert_allclose(z.to_numpy(), 7 * a, rtol=1e-5)
+
+
+def test_uncovered_flight_is_done_once_its_stream_is_idle(rng):
+    x = cl.ones(1 << 16).sync()
+    z = cl.zeros(1 << 16).sync()
+    s = cl.stream()
+    pending = K.scale(z.partition_mut(1024), x, 2.0).start(s)
+    s.sync()                                           # not through the Pending
+    assert pending.flight.event is None and not pending.flight.done
+    assert pending.done() and pending.flight.done      # cuStreamQuery: idle, released
+    assert (z.to_numpy() == 2).all()
+
+
+def test_reap_covers_then_releases_uncovered_flights(gate):
+    import importlib
+    ownership = importlib.import_module("cutile_lab.runtime.ownership")
+    x = cl.ones(1 << 16).sync()
+    z = cl.zeros(1 << 16).sync()
+    w = cl.zeros(1 << 16).sync()
+    K.scale(z.partition_mut(1024), x, 2.0).sync()   # loaded before the gate
+    s = cl.stream()
+    _hold(gate, s, x)
+    first = K.scale(z.partition_mut(1024), x, 2.0).start(s)
+    second = K.scale(w.partition_mut(1024), x, 3.0).start(s)
+    try:
+        ownership.reap()
+        assert first.flight.event is not None and first.flight.event is second.flight.event
+        assert not first.flight.done and not second.flight.done
+    finally:
+        gate.open()
+    s.sync()
+    ownership.reap()
+    assert first.flight.done and second.flight.done
+    assert (z.to_numpy() == 2).all() and (w.to_numpy() == 3).all()
