@@ -190,12 +190,16 @@ class Bench:
                 self.record(family, f"torch {family} {cols}", t_torch, count, "f16", cols=cols)
                 ref = ref_fn()
                 best = None
-                brs = [(32, {}), (32, {"occupancy": 2}), (32, {"num_worker_warps": 8})] \
+                # short rows: many small tiles per SM (occupancy) beat one big tile per SM
+                brs = [(32, {"num_worker_warps": 8}), (16, {"num_worker_warps": 8,
+                                                             "occupancy": 2}),
+                       (8, {"occupancy": 4}), (4, {"occupancy": 8})] \
                     if cols <= 1024 else ([(4, {}), (4, {"occupancy": 2}),
                                            (4, {"num_worker_warps": 8})]
                                           if cols <= 8192 else
-                                          [(1, {}), (1, {"num_worker_warps": 8}),
-                                           (2, {"num_worker_warps": 8})])
+                                          [(1, {"num_worker_warps": 8}),
+                                           (2, {"num_worker_warps": 8}),
+                                           (2, {"num_worker_warps": 8, "num_ctas": 2})])
                 for BR, hints in brs:
                     kernel = tmpl.kernel(**rowwise.substitutions(family, "f16", cols,
                                                                  hints_text(hints)))
