@@ -112,8 +112,9 @@ class Bench:
                          tb_per_s=bw / 1e12, pct_h100_sxm=100 * bw / H100_SXM_BW,
                          pct_datasheet=(100 * bw / self.datasheet_bw)
                          if self.datasheet_bw else None, samples=len(secs), **extra)
+            ref_bw = self.datasheet_bw or H100_SXM_BW
             print(f"  {name:34s} {t * 1e3:8.3f} ms  {bw / 1e12:6.3f} TB/s  "
-                  f"{r['pct_h100_sxm']:5.1f}% of 3.35 TB/s")
+                  f"{100 * bw / ref_bw:5.1f}% of {ref_bw / 1e12:.2f} TB/s (datasheet)")
 
         tiles = [256, 1024] if self.quick else [256, 512, 1024, 2048, 4096]
         best = None

@@ -72,6 +72,27 @@ def main(argv=None) -> int:
               f"pressure {r['pressure_us']:7.2f} us")
 
     both(lambda: raw.go(vp, raw.ptrs, None), "ctypes cuLaunchKernel")
+
+    class LaunchConfig(ctypes.Structure):
+        _fields_ = [("gx", ctypes.c_uint), ("gy", ctypes.c_uint), ("gz", ctypes.c_uint),
+                    ("bx", ctypes.c_uint), ("by", ctypes.c_uint), ("bz", ctypes.c_uint),
+                    ("smem", ctypes.c_uint), ("stream", ctypes.c_void_p),
+                    ("attrs", ctypes.c_void_p), ("nattrs", ctypes.c_uint)]
+    func = raw.go.args[0]
+    block = raw.go.args[4]
+    cfg = LaunchConfig(1, 1, 1, block, 1, 1, 0, vp.value, None, 0)
+    cfgp = ctypes.c_void_p(ctypes.addressof(cfg))
+    ex = lib.cuLaunchKernelEx
+    print("cuLaunchKernelEx rc", ex(cfgp, func, raw.ptrs, None))
+    s.sync()
+    both(lambda: ex(cfgp, func, raw.ptrs, None), "ctypes cuLaunchKernelEx (prebuilt config)")
+    import threading
+    lk = threading.RLock()
+
+    def locked():
+        with lk:
+            pass
+    both(locked, "RLock with-block")
     both(lambda: lib.cuEventRecord(evh, vp), "ctypes cuEventRecord")
 
     def launch_event():

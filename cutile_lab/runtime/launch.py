@@ -172,9 +172,9 @@ class _RawLaunch:
     slots; scalars (their values differ from op to op) are written into their slots under
     ``lock`` right before the call — the driver copies the parameters when it is called."""
 
-    __slots__ = ("go", "buf", "ptrs", "base", "lock", "last")
+    __slots__ = ("go", "buf", "ptrs", "base", "lock", "last", "ex", "func", "dims", "configs")
 
-    def __init__(self, fn, func, grid3, block: int, template):
+    def __init__(self, fn, func, grid3, block: int, template, fn_ex=None):
         n = max(len(template), 1)
         self.buf = buf = (ctypes.c_uint64 * (2 * n))()
         self.base = base = ctypes.addressof(buf)
@@ -187,6 +187,23 @@ class _RawLaunch:
         self.go = functools.partial(fn, func, int(gx), int(gy), int(gz), int(block), 1, 1, 0)
         self.lock = threading.Lock()
         self.last = None              # the scalar slots written last (skipped when the same)
+        # cuLaunchKernelEx takes 4 arguments instead of 11: with the configuration built once
+        # per stream, the ctypes call converts less on every launch
+        self.ex = fn_ex
+        self.func = func
+        self.dims = (int(gx), int(gy), int(gz), int(block))
+        self.configs: dict = {}       # stream handle -> byref(_LaunchConfig) naming it
+
+    def config(self, lane: int):
+        """The launch configuration for the stream ``lane`` (its CUstream as an int)."""
+        cfg = self.configs.get(lane)
+        if cfg is None:
+            if len(self.configs) >= 64:
+                self.configs.clear()
+            gx, gy, gz, block = self.dims
+            cfg = self.configs[lane] = ctypes.byref(
+                _LaunchConfig(gx, gy, gz, block, 1, 1, 0, lane, None, 0))
+        return cfg
 
     def launch(self, handle, scalars=()) -> int:
         """Enqueue on the stream ``handle`` (a c_void_p); the driver's error code (0: queued)."""
@@ -204,6 +221,16 @@ class _RawLaunch:
         base = self.base
         return [(base + 16 * i, _arg_bytes(scalar_value(values[name], dtype)))
                 for i, name, dtype in entry.scalars]
+
+
+class _LaunchConfig(ctypes.Structure):
+    """The driver's ``CUlaunchConfig`` (no launch attributes)."""
+
+    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint),
+                ("gridDimZ", ctypes.c_uint), ("blockDimX", ctypes.c_uint),
+                ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
+                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
+                ("attrs", ctypes.c_void_p), ("numAttrs", ctypes.c_uint)]
 
 
 def _arg_bytes(a) -> bytes:
@@ -229,7 +256,7 @@ def _raw_launch(plan, entry):
                 func = plan.function = _function_handle(plan.kernel)
             if func:
                 raw = _RawLaunch(lib.cuLaunchKernel, func, _pad3(entry.grid), plan.block,
-                                 entry.template)
+                                 entry.template, getattr(lib, "cuLaunchKernelEx", None))
         except Exception:
             raw = False
     entry.raw = raw
@@ -335,52 +362,68 @@ class LaunchOp(DeviceOp):
         Starting the same launch again on the same stream, while its previous start is still
         in flight with no completion event recorded and no work in flight on other streams,
         joins the previous start's flight: same memory borrowed, same line, ordered after it.
-        Only the checks that can change run (moves); the launch goes straight to the driver."""
+        Only the checks that can change run (moves); the launch goes straight to the driver.
+
+        No lock is taken: the flight is checked again after the launch, and if another thread
+        covered or released it meanwhile, this launch gets a flight of its own."""
         f = self._fast
         if f is not None and stream is not None and f.raw is not None \
-                and self._entry is f.entry:
+                and self._entry is f.entry and _device._context is not None:
             g = _device._context
-            if g is not None:
-                hit = g._keys.get(id(stream))
-                if hit is not None and hit[0] is stream:
-                    lane, handle = hit[1], hit[2]
-                else:
-                    lane, handle = g.stream_handles(as_core_stream(stream))
-                pending = self._join(f, lane, handle)
-                if pending is not None:
-                    return pending
+            hit = g._keys.get(id(stream))
+            if hit is not None and hit[0] is stream:
+                lane, handle = hit[1], hit[2]
+            else:
+                lane, handle = g.stream_handles(as_core_stream(stream))
+            measure = MEASURE[0]
+            if measure:
+                t0 = time.perf_counter()
+            flights = ownership._lanes.get(lane)
+            # the join: nothing in flight elsewhere (no conflict possible), the lane's last
+            # flight is this launch from this line, enqueued, uncovered; nothing moved
+            if flights and ownership._count == len(flights):
+                last = flights[-1]
+                if last.fast is f and last.event is None and last.ready and not last.done \
+                        and (last._where is self._where or last._where == self._where):
+                    for o in f.movers:
+                        if o.moved is not None:
+                            break
+                    else:
+                        if measure:
+                            STATS["check_s"] += time.perf_counter() - t0
+                            STATS["checks"] += 1
+                        raw = f.raw
+                        if f.scalars:
+                            err = raw.launch(handle, f.scalars)
+                        elif raw.ex is not None:
+                            cfg = raw.configs.get(lane)
+                            err = raw.ex(cfg if cfg is not None else raw.config(lane),
+                                         raw.func, raw.ptrs, None)
+                        else:
+                            err = raw.go(handle, raw.ptrs, None)
+                        if not err:
+                            if last.event is None and not last.done:
+                                p = last.pending
+                                if p is None:
+                                    p = last.pending = Pending(last)
+                                return p
+                            return self._own_flight(f, last.stream, lane)
         pending = _start(self, stream, for_sync=False)
         flight = pending.flight
         if self._fast is not None and flight.backend == "gpu":
             flight.fast = self._fast
         return pending
 
-    def _join(self, f, lane, handle):
-        """The Pending of the launch enqueued into the lane's last flight, or None where the
-        general path must run."""
-        measure = MEASURE[0]
-        if measure:
-            t0 = time.perf_counter()
-        with ownership._lock:
-            flights = ownership._lanes.get(lane)
-            if not flights or ownership._count != len(flights):
-                return None
-            last = flights[-1]
-            if last.fast is not f or last.event is not None or last.done or not last.ready \
-                    or (last._where is not self._where and last._where != self._where):
-                return None
-            for o in f.movers:
-                if o.moved is not None:
-                    return None
-            if measure:
-                STATS["check_s"] += time.perf_counter() - t0
-                STATS["checks"] += 1
-            raw = f.raw
-            err = raw.go(handle, raw.ptrs, None) if not f.scalars else \
-                raw.launch(handle, f.scalars)
-            if err:
-                return None
-            return Pending(last)
+    def _own_flight(self, f, stream, lane):
+        """A flight of its own for a launch already enqueued (its join raced another thread)."""
+        flight = ownership.Flight(self.label, self._where, "gpu", stream, lane)
+        flight.entries = list(f.fentries)
+        flight.keep = list(f.keep) + [f]
+        flight.result = f.result
+        flight.fast = f
+        ownership.register(flight)
+        flight.ready = True
+        return Pending(flight)
 
     # --- binding arguments to parameters -------------------------------------------------------
     def _bind(self, args, kwargs):

@@ -51,7 +51,7 @@ class Flight:
 
     __slots__ = ("label", "_where", "event", "stream", "backend", "done", "entries", "keep",
                  "runner", "result", "error", "published", "lane", "ready", "covered", "fast",
-                 "__weakref__")
+                 "pending", "__weakref__")
 
     def __init__(self, label: str, where, backend: str, stream=None, lane=None):
         self.lane = self if lane is None else lane   # the stream's handle on the GPU
@@ -70,6 +70,7 @@ class Flight:
         self.ready = False           # everything it runs is enqueued
         self.covered = False         # ``event`` was recorded after it for several flights
         self.fast = None             # the launch's _Fast whose repeated starts may join it
+        self.pending = None          # the Pending handed to the starts that joined it
 
     @property
     def where(self) -> Span | None:
@@ -187,6 +188,7 @@ def release(flight: Flight) -> None:
         flight.done = True
         flight.entries = []
         flight.keep = []
+        flight.pending = None
         lane = _lanes.get(flight.lane)
         if lane is not None:
             try:
@@ -234,6 +236,7 @@ def _release_prefix(key, lane: list, n: int) -> None:
         f.done = True
         f.entries = []
         f.keep = []
+        f.pending = None
         ev = f.event
         if ev is not None and not f.covered and len(pool) < 64:
             f.event = None
