@@ -96,7 +96,7 @@ def gemm(a, b, *, BM: int | None = None, BN: int | None = None, BK: int | None =
     "persistent"`` launches one instance per SM that loops over its tiles."""
     from cutile_lab.runtime import empty
     a, b = _tensor(a), _tensor(b)
-    cfg = config("gemm", _arch())
+    cfg = config("gemm", _arch(), variant=a.dtype.name)
     if schedule is not None:
         cfg["schedule"] = schedule
     BM, BN, BK = BM or cfg["BM"], BN or cfg["BN"], BK or cfg["BK"]
@@ -111,7 +111,7 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None,
     from cutile_lab.runtime import empty
     q, k, v = _tensor(q), _tensor(k), _tensor(v)
     bh, s, d = q.shape
-    cfg = config("attention", _arch())
+    cfg = config("attention", _arch(), variant="causal" if causal else "non-causal")
     BQ, BKV = BQ or cfg["BQ"], BKV or cfg["BKV"]
     scale = float(scale if scale is not None else 1.0 / math.sqrt(d))
     out = empty(q.shape, q.dtype)
