@@ -325,8 +325,9 @@ class Bench:
         rec("check_launch + building the ArgDescs", t, kind="checks")
 
     def _driver_floor(self, s, vp, raw, rec, n_iter):
-        """The driver calls an async start makes (launch, then its completion event), without
-        the runtime's bookkeeping: what is left of ours above this is Python."""
+        """The driver calls of an async start as they were when each start recorded its own
+        completion event (launch + cuEventRecord), next to the launch alone: what the lazy
+        events of ``ownership`` save per start."""
         import ctypes
         importlib_launch = sys.modules["cutile_lab.runtime.launch"]
         lib = importlib_launch.libcuda()

@@ -1,7 +1,8 @@
 """Ownership on the host over time: moves, and borrows held by in-flight work.
 
 Owns: ``MoveRecord`` (a tensor moved into a partition, and where), the registry of ``Flight``s
-(started DeviceOp chains, each with its completion event and the byte ranges it reads and writes),
+(started DeviceOp chains, each with the byte ranges it reads and writes and, once somebody asked,
+an event that completes after it),
 and the checks that use them — host access to memory that in-flight work writes (TL103), a launch
 using memory that in-flight work writes (TL104) or writing memory that in-flight work reads
 (TL105), use after move (TL102). Completed work releases its borrows automatically: a flight is
