@@ -4,7 +4,9 @@ base-2 exponentials with the scale folded into ``qk_scale = scale · log2 e``). 
 unscaled (the running max too): ``exp2(s · qk_scale − m · qk_scale)`` is one fused multiply-add
 per score, where scaling the scores first costs a pass of its own (and scaling Q instead moves
 it out of shared memory into registers: slower still; measured on an H100). K is loaded
-transposed (``order=``), so no transpose is computed in the loop.
+transposed (``order=``), so no transpose is computed in the loop. The output is normalised with
+one reciprocal per row: a division per element compiles to a checked slow path (FCHK + CALL in
+the SASS).
 
 Tensors are (batch·heads, sequence, head_dim). The causal variant runs the blocks wholly below
 the diagonal without a mask and masks only the blocks that cross it.
@@ -51,5 +53,5 @@ def attention_{dt}(out: Mut[Tensor[{dt}, "1, BQ, D"]], q: Tensor[{dt}, "?, ?, D"
         tv = reshape(load_tile(v, (bh, j, 0), (1, BKV, D)), (BKV, D))
         acc = mma(p.astype({dt}), tv, acc * alpha)
         m = m_new
-    out.store(reshape((acc / l).astype({dt}), (1, BQ, D)))
+    out.store(reshape((acc * (1.0 / l)).astype({dt}), (1, BQ, D)))
 ''')
