@@ -207,8 +207,9 @@ def release(flight: Flight) -> None:
 
 
 def release_through(flight: Flight) -> None:
-    """``flight`` has completed, so has every flight queued before it on its stream: release
-    them all."""
+    """``flight`` has completed, so has every flight enqueued before it on its stream: release
+    them all (a flight still being enqueued by another thread may have work after it: that one
+    and those after it stay)."""
     if flight.backend != "gpu":
         release(flight)
         return
@@ -218,7 +219,7 @@ def release_through(flight: Flight) -> None:
             release(flight)
             return
         try:
-            n = lane.index(flight) + 1
+            n = min(lane.index(flight), _ready_prefix(lane))
         except ValueError:
             n = 0
         _release_prefix(flight.lane, lane, n)

@@ -1,0 +1,100 @@
+"""The lazy completion events of the ownership registry, without a GPU: flights on one stream
+(a lane) get a covering event only when somebody asks, are released when their stream is idle,
+and a completed flight releases the enqueued flights before it — never one still being
+enqueued."""
+import pytest
+
+from cutile_lab.runtime import ownership
+from cutile_lab.runtime.ownership import Flight
+
+LANE = 0x5EED
+
+
+class FakeEvent:
+    def __init__(self):
+        self.is_done = False
+
+    def sync(self):
+        self.is_done = True
+
+
+class FakeStream:
+    def __init__(self):
+        self.recorded: list[FakeEvent] = []
+
+    def record(self):
+        ev = FakeEvent()
+        self.recorded.append(ev)
+        return ev
+
+
+@pytest.fixture
+def stream(monkeypatch):
+    ownership._reset_for_tests()
+    ownership.EVENT_POOL.clear()
+    s = FakeStream()
+    s.idle = False
+    monkeypatch.setattr(ownership, "_stream_idle", lambda key: key == LANE and s.idle)
+    yield s
+    ownership._reset_for_tests()
+    ownership.EVENT_POOL.clear()
+
+
+def start(stream, label, ready=True) -> Flight:
+    f = Flight(label, None, "gpu", stream, LANE)
+    ownership.register(f)
+    f.ready = ready
+    return f
+
+
+def live():
+    return [f.label for f in ownership._lanes.get(LANE, ())]
+
+
+def test_asking_records_one_covering_event_for_the_uncovered_flights(stream):
+    a, b, c = (start(stream, n) for n in "abc")
+    assert not a.query()                             # stream busy: not done yet...
+    assert len(stream.recorded) == 1                 # ...and one event now covers all three
+    assert a.event is b.event is c.event and a.covered and c.covered
+    assert not b.query() and len(stream.recorded) == 1
+    a.event.is_done = True
+    assert b.query()                                 # b and everything before it
+    assert live() == ["c"]
+    assert c.query() and live() == []
+    assert ownership.EVENT_POOL == []                # a shared event is never recycled
+
+
+def test_an_idle_stream_releases_the_enqueued_flights(stream):
+    a, b = start(stream, "a"), start(stream, "b")
+    stream.idle = True
+    assert a.query()
+    assert live() == [] and b.done and stream.recorded == []
+
+
+def test_a_flight_still_being_enqueued_is_neither_covered_nor_released(stream):
+    a = start(stream, "a")
+    b = start(stream, "b", ready=False)              # another thread is still enqueuing b
+    c = start(stream, "c")
+    assert not a.query()
+    assert a.covered and b.event is None             # the covering event stops before b
+    a.event.is_done = True                           # the covering event completed
+    assert a.query()
+    assert not b.done and live() == ["b", "c"]       # b may have work after that event
+    ownership.release_through(c)                     # c completed: a is done, b is not known
+    assert c.done and not b.done and live() == ["b"]
+
+
+def test_reap_covers_when_busy_and_releases_when_idle(stream):
+    a, b = start(stream, "a"), start(stream, "b")
+    ownership.reap()
+    assert a.event is b.event is not None and not a.done
+    a.event.is_done = True
+    ownership.reap()
+    assert live() == []
+
+
+def test_an_event_of_its_own_is_recycled(stream):
+    a = start(stream, "a")
+    a.event = ev = FakeEvent()                       # a graph replay records its own
+    ev.is_done = True
+    assert a.query() and ownership.EVENT_POOL == [ev]
