@@ -49,8 +49,8 @@ def gemm_unsafe_{dt}(c: Mut[Tensor[{dt}, "BM, BN"]], a: Tensor[{dt}, "?, ?"],
 UNSAFE_SOFTMAX = template('''
 @kernel(opt_level=3{hints})
 def softmax_unsafe_{dt}(out: Mut[Tensor[{dt}, "BR, BN"]], x: Tensor[{dt}, "?, ?"]):
-    t = load_tile_like(x, out, padding="{pad}").astype(f32)
-    e = exp2((t - max(t, axis=1, keepdims=True)) * 1.4426950408889634)
+    t = load_tile_like(x, out, padding="{pad}")
+    e = exp2((t.astype(f32) - max(t, axis=1, keepdims=True).astype(f32)) * 1.4426950408889634)
     with unsafe():
         store(out, (tile_id(0), tile_id(1)),
               (e * (1.0 / sum(e, axis=1, keepdims=True))).astype({dt}))
