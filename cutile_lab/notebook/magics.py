@@ -448,7 +448,8 @@ class TileMagics(Magics):
     @argument("--name", default=None, help="label of the measurement on plots")
     @argument("--precision", default=None, help="precision of the compute roof (default: "
                                                  "the kernel's widest input dtype)")
-    @argument("expr", nargs="*", help="a launch (DeviceOp), or a callable returning one")
+    @argument("expr", nargs="*", help="a launch (DeviceOp), a captured graph (cl.graph), or "
+                                      "a callable returning a launch")
     @line_magic
     def tile_time(self, line: str):
         """Time a launch on the GPU and record it for ``%tile_roofline``.
@@ -456,7 +457,8 @@ class TileMagics(Magics):
         ``%tile_time [-n 20] [-w 3] [--flops N] [--bytes N] [--name LABEL] EXPR``
 
         EXPR is evaluated in the notebook's namespace: a launch such as
-        ``add(z.partition([128]), x, y)`` or a callable that returns one. The launch runs
+        ``add(z.partition([128]), x, y)``, a graph captured with ``cl.graph(...)`` (replayed
+        once per run), or a callable that returns a launch. The launch runs
         ``-w`` times untimed and ``-n`` times between CUDA events; the median is reported
         with the bandwidth, flop rate and percent of the device's roof. Flops and bytes are
         derived from the kernel (tile loads and stores over the argument shapes, mma shapes

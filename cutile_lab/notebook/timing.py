@@ -47,17 +47,37 @@ def _is_op(x) -> bool:
     return hasattr(x, "sync") and callable(getattr(x, "sync"))
 
 
-def resolve_launch(value) -> Callable[[], Any]:
-    """A callable that gives the op to run: ``%tile_time`` takes an op or a factory of ops.
+def _is_graph(x) -> bool:
+    """A captured CUDA graph (``cl.graph(...)``): timed by replaying it."""
+    try:
+        from cutile_lab.runtime.graph import Graph
+    except Exception:        # the runtime cannot be imported: nothing is a graph
+        return False
+    return isinstance(x, Graph)
 
-    An op is enqueued again for every run (a launch over the same tensors); a factory is
-    called for every run (for launches that must be rebuilt each time)."""
-    if _is_op(value):
+
+def _launch_in(x):
+    """The launch whose work a measurement counts: the op itself, or the one launch a graph
+    captured (None for a chain: its work is given with --flops/--bytes)."""
+    if _is_graph(x):
+        x = x.op
+    return x if _is_op(x) and hasattr(x, "kernel") else None
+
+
+def resolve_launch(value) -> Callable[[], Any]:
+    """A callable that gives the op to run: ``%tile_time`` takes an op, a captured graph or a
+    factory of ops.
+
+    An op is enqueued again for every run (a launch over the same tensors), a graph is replayed
+    once per run; a factory is called for every run (for launches that must be rebuilt each
+    time)."""
+    if _is_op(value) or _is_graph(value):
         return lambda: value
     if callable(value):
         return value
-    raise UsageError(f"%tile_time needs a launch, e.g. `add(z.partition(128), x, y)`, or a "
-                     f"callable returning one; got a {type(value).__name__}")
+    raise UsageError(f"%tile_time needs a launch, e.g. `add(z.partition(128), x, y)`, a graph "
+                     f"(`cl.graph(op)`), or a callable returning one; got a "
+                     f"{type(value).__name__}")
 
 
 @dataclass
@@ -144,6 +164,9 @@ class GpuTimer:
         self.gate: _Gate | None = None
 
     def enqueue(self, op):
+        if _is_graph(op):
+            op.launch(1, self.stream)
+            return op.result
         if _is_op(op):
             return op._enqueue(self.ctx)
         return op
@@ -211,7 +234,10 @@ def run_once_sim(make: Callable[[], Any]) -> tuple[Any, float]:
     """Run the launch once on the CPU simulator; (result, host seconds)."""
     t0 = time.perf_counter()
     op = make()
-    result = op.sync() if _is_op(op) else op
+    if _is_graph(op):
+        result = op.replay(1)
+    else:
+        result = op.sync() if _is_op(op) else op
     return result, time.perf_counter() - t0
 
 
@@ -328,9 +354,12 @@ def _tile_time(opts, make):
     from cutile_lab.performance import MEASUREMENTS, Measurement, lookup_device
     found, reason = gpu_status()
     first = make()
-    info = launch_info(first) if _is_op(first) else None
+    launch = _launch_in(first)
+    info = launch_info(launch) if launch is not None else None
     backend = _op_backend(first)
     name, kname, params = _label(info, opts.name)
+    if _is_graph(first) and not opts.name:
+        name = f"{name} (graph)" if info is not None else first.label
     if not found or backend == "sim":
         why = (f"no GPU found ({reason})" if not found else
                "this launch runs on the simulator backend")
@@ -342,7 +371,11 @@ def _tile_time(opts, make):
             notes=[f"timings need a GPU: {why}. Ran the launch once on the CPU simulator "
                    f"instead ({secs * 1e3:.1f} ms of host time, not a GPU timing)."]))
         return None
-    count, notes = work_of(first, opts.flops, opts.bytes_)
+    count, notes = work_of(launch, opts.flops, opts.bytes_)
+    if _is_graph(first) and launch is None and (opts.flops is None or opts.bytes_ is None):
+        notes = [n for n in notes if not n.startswith("flops/bytes unknown")]
+        notes.append(f"a graph of {first.num_kernels} kernel(s) from a chain: its work is not "
+                     "derived; pass --flops N --bytes N (per replay) for rates")
 
     # the first op is used for the first warm-up run
     ops = [first]

@@ -86,6 +86,34 @@ def test_tile_time_overrides_and_factory(shell, measurements):
     assert row["name"] == "mine" and row["flops"] == 123 and row["bytes"] == 1e6
 
 
+def test_tile_time_replays_a_graph(shell, measurements):
+    assert shell.run("%%tilekernel\n" + ADD).ok
+    cell = shell.run("""
+n = 1 << 22
+x = cl.randn(n).sync(); y = cl.randn(n).sync()
+zp = cl.zeros(n).sync().partition(1024)
+g = cl.graph(add(zp, x, y))
+chain = cl.graph(add(zp, x, y).then(lambda z, x, y: add(z, y, x)))
+""")
+    assert cell.ok, cell.error
+    cell = shell.run("%tile_time -n 20 g")
+    assert cell.ok, cell.error
+    [row] = cell.report["benchmark"]["rows"]
+    assert row["backend"] == "gpu" and row["median_us"] > 0 and row["name"].endswith("(graph)")
+    assert row["bytes"] == 12 * n_of(shell) and row["gbps"] > 500   # one launch: work derived
+    cell = shell.run("%tile_time -n 10 chain")
+    assert cell.ok, cell.error
+    [row] = cell.report["benchmark"]["rows"]
+    assert row["median_us"] > 0 and "--flops N --bytes N (per replay)" in cell.text
+    cell = shell.run("z = zp.unpartition(); ok = bool((z.to_numpy() == (x.to_numpy() + "
+                     "y.to_numpy())).all())")
+    assert cell.ok and shell.ns["ok"], cell.error
+
+
+def n_of(shell) -> int:
+    return int(shell.ns["n"])
+
+
 def test_sweep_times_each_configuration(shell, measurements):
     from cutile_lab.notebook import sweep
     assert shell.run("%%tilekernel\n" + ADD).ok

@@ -89,6 +89,23 @@ zp = cl.asarray(zn).partition(256)
     np.testing.assert_allclose(shell.ns["zn"], shell.ns["xn"] + shell.ns["yn"], rtol=1e-6)
 
 
+@pytest.mark.skipif(gpu_status()[0], reason="checks the no-GPU path")
+def test_tile_time_takes_a_graph_without_gpu(shell):
+    assert shell.run("%%tilekernel --sim\n" + ADD).ok
+    assert shell.run("""
+import numpy as np
+xn = np.random.rand(2048).astype(np.float32); yn = np.random.rand(2048).astype(np.float32)
+zn = np.zeros(2048, np.float32)
+zp = cl.asarray(zn).partition(256)
+g = cl.graph(add(zp, xn, yn))
+""").ok
+    cell = shell.run("%tile_time -n 5 g")
+    assert cell.ok, cell.error
+    [row] = cell.report["benchmark"]["rows"]
+    assert row["backend"] == "sim" and row["name"].endswith("(graph)")
+    np.testing.assert_allclose(shell.ns["zn"], shell.ns["xn"] + shell.ns["yn"], rtol=1e-6)
+
+
 def test_tile_time_bad_expression(shell):
     cell = shell.run("%tile_time 42")
     assert isinstance(cell.error, UsageError) and "launch" in str(cell.error)
