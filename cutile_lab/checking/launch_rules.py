@@ -236,8 +236,12 @@ class BorrowState:
         return [(b.description, b.mutable, b.where) for b in self._borrows.get(tensor_id, ())]
 
     def check_use(self, tensor_id: int | None, how: Use, where: Span | None = None,
-                  name: str | None = None, *, allow_moved: bool = False) -> Diagnostic | None:
-        """A diagnostic if using ``tensor_id`` this way now would break ownership, else None."""
+                  name: str | None = None, *, allow_moved: bool = False,
+                  param: str | None = None) -> Diagnostic | None:
+        """A diagnostic if using ``tensor_id`` this way now would break ownership, else None.
+
+        ``name``: the user's name of the tensor; ``param``: the kernel parameter it is passed
+        as, for a launch (the message names both when they differ)."""
         if tensor_id is None or (not self._moved and not self._borrows):
             return None
         with self._lock:
@@ -245,6 +249,8 @@ class BorrowState:
             moved_at = self._moved.get(tensor_id)
             borrows = list(self._borrows.get(tensor_id, ()))
         what = f"`{name}`" if name else "this tensor"
+        if param and param != name:
+            what = f"`{name}` (as `{param}`)" if name else f"the argument `{param}`"
         if moved and not allow_moved:
             verb = {"read": "read on the host", "write": "written on the host",
                     "launch": "passed to a launch", "launch_mut": "passed to a launch"}.get(

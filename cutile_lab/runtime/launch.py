@@ -696,7 +696,10 @@ class LaunchOp(DeviceOp):
             args = []
             for name, mut in entry.arrays:
                 v = values[name]
-                args.append((name, v.tensor if type(v) is Partition else v, mut))
+                if type(v) is Partition:
+                    # a borrowing partition is checked (and named) as the tensor it lends
+                    v = v._source if v._source is not None else v.tensor
+                args.append((name, v, mut))
             borrows = (args, ownership.launch_ranges(args))
             if f is not None and f.entry is entry:
                 f.borrows = borrows

@@ -444,8 +444,10 @@ def check_launch_borrows(args, exclude: Flight | None, where,
         flight, entry = hit
         if BORROWS is not None:
             publish(flight)
-            d = BORROWS.check_use(tensor.id, "launch_mut" if mut else "launch", where, param,
-                                  allow_moved=True)
+            from cutile_lab.runtime.callsite import user_name_of
+            name = getattr(tensor, "name", None) or user_name_of(tensor)
+            d = BORROWS.check_use(tensor.id, "launch_mut" if mut else "launch", where,
+                                  name or param, allow_moved=True, param=param)
             if d is not None:
                 out.append((param, d))
                 continue
@@ -454,9 +456,12 @@ def check_launch_borrows(args, exclude: Flight | None, where,
         verb = "writing" if emut else "reading"
         labels = (Label(flight.where, f"`{flight.label}` launched here, still in flight"),) \
             if flight.where else ()
+        from cutile_lab.runtime.callsite import user_name_of
+        name = getattr(tensor, "name", None) or user_name_of(tensor)
+        what = f"`{name}` (as `{param}`)" if name and name != param else f"`{param}`"
         out.append((param, Diagnostic(
             code, "error",
-            f"`{param}`: in-flight work {flight.describe()} is {verb} this memory"
+            f"{what}: in-flight work {flight.describe()} is {verb} this memory"
             + (" (through another view of it)" if entry[3] is not tensor else ""),
             where, labels,
             help="wait for that work first (`.sync()`, `await`, `pending.wait()`), or chain "

@@ -35,6 +35,7 @@ def stream(monkeypatch):
     s = FakeStream()
     s.idle = False
     monkeypatch.setattr(ownership, "_stream_idle", lambda key: key == LANE and s.idle)
+    monkeypatch.setattr(ownership, "REAP_EVERY", 10**9)   # reap only when a test asks
     yield s
     ownership._reset_for_tests()
     ownership.EVENT_POOL.clear()
