@@ -6,8 +6,10 @@ CuPy baselines and a device-to-device copy, measured side by side in one run.
 Method: bytes and flops are counted first; every configuration is checked against PyTorch on
 fresh random data before it is timed; times are medians of CUDA-event pairs after warm-up. The
 memory-bound inputs are far larger than L2 (50 MB); GEMM and attention run back to back, as
-their baselines do. ``--tune`` sweeps tile sizes and stores the fastest configuration per
-architecture in ``cutile_lab/kernels/tuned.json``. Writes ``benchmarks/results/kernels-<device>``
+their baselines do, and are timed in alternating rounds with their baseline (the ratio is the
+median of the rounds' ratios: under tensor-core load the clock drifts within a run). ``--tune``
+sweeps tile sizes and stores the fastest configuration per architecture (GEMM per dtype,
+attention per causal/non-causal) in ``cutile_lab/kernels/tuned.json``. Writes ``benchmarks/results/kernels-<device>``
 ``.json``/``.csv`` and the roofline and bandwidth plots beside them.
 """
 from __future__ import annotations
