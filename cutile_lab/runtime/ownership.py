@@ -179,6 +179,19 @@ def forget_moved(tensor_id: int) -> None:
         BORROWS.restored(tensor_id)
 
 
+def _retire(f: Flight) -> None:
+    """Mark a completed flight done: drop its borrows and keep-alives, recycle an event of its
+    own (a covering event is shared, so it is never recycled); under ``_lock``."""
+    f.done = True
+    f.entries = []
+    f.keep = []
+    f.pending = None
+    ev = f.event
+    if ev is not None and f.backend == "gpu" and not f.covered and len(EVENT_POOL) < 64:
+        f.event = None
+        EVENT_POOL.append(ev)
+
+
 def release(flight: Flight) -> None:
     global _count
     if BORROWS is not None and flight.published:
@@ -186,10 +199,7 @@ def release(flight: Flight) -> None:
     with _lock:
         if flight.done:
             return
-        flight.done = True
-        flight.entries = []
-        flight.keep = []
-        flight.pending = None
+        _retire(flight)
         lane = _lanes.get(flight.lane)
         if lane is not None:
             try:
@@ -199,11 +209,6 @@ def release(flight: Flight) -> None:
                 pass
             if not lane:
                 del _lanes[flight.lane]
-        ev = flight.event
-        if ev is not None and flight.backend == "gpu" and not flight.covered \
-                and len(EVENT_POOL) < 64:
-            flight.event = None
-            EVENT_POOL.append(ev)
 
 
 def release_through(flight: Flight) -> None:
@@ -231,18 +236,10 @@ def _release_prefix(key, lane: list, n: int) -> None:
     global _count
     if not n:
         return
-    pool = EVENT_POOL
     for f in lane[:n]:
         if f.published and BORROWS is not None:
             BORROWS.release(f)
-        f.done = True
-        f.entries = []
-        f.keep = []
-        f.pending = None
-        ev = f.event
-        if ev is not None and not f.covered and len(pool) < 64:
-            f.event = None
-            pool.append(ev)
+        _retire(f)
     del lane[:n]
     _count -= n
     if not lane:
@@ -442,10 +439,10 @@ def check_launch_borrows(args, exclude: Flight | None, where,
         if hit is None:
             continue
         flight, entry = hit
+        from cutile_lab.runtime.callsite import user_name_of
+        name = getattr(tensor, "name", None) or user_name_of(tensor)
         if BORROWS is not None:
             publish(flight)
-            from cutile_lab.runtime.callsite import user_name_of
-            name = getattr(tensor, "name", None) or user_name_of(tensor)
             d = BORROWS.check_use(tensor.id, "launch_mut" if mut else "launch", where,
                                   name or param, allow_moved=True, param=param)
             if d is not None:
@@ -456,8 +453,6 @@ def check_launch_borrows(args, exclude: Flight | None, where,
         verb = "writing" if emut else "reading"
         labels = (Label(flight.where, f"`{flight.label}` launched here, still in flight"),) \
             if flight.where else ()
-        from cutile_lab.runtime.callsite import user_name_of
-        name = getattr(tensor, "name", None) or user_name_of(tensor)
         what = f"`{name}` (as `{param}`)" if name and name != param else f"`{param}`"
         out.append((param, Diagnostic(
             code, "error",
