@@ -308,7 +308,8 @@ class Bench:
             self.guard("raw cuda.tile.launch (overhead)",
                        lambda: self._raw_ct_overhead(tx, ty, tz, N, rec, n_iter))
             self.guard("async launch vs raw cuda.tile.launch, interleaved",
-                       lambda: self._interleaved(op, s, tx, ty, tz, N, rec, n_iter))
+                       lambda: self._interleaved(op, s, tx, ty, tz, N, rec, n_iter,
+                                                 lambda: add(p, x, y).start(s)))
         # the launch-level checks
         rec("launch checks, cached launch (moves + in-flight)", check_cached, kind="checks")
         from cutile_lab.checking.launch_rules import check_launch
@@ -343,27 +344,37 @@ class Bench:
         rec("raw cuLaunchKernel + cuEventRecord via ctypes (a start's driver calls)",
             host_per_call(both, s.sync, n=n_iter), kind="enqueue")
 
-    def _interleaved(self, op, s, tx, ty, tz, N, rec, n_iter):
-        """Our async start and a raw ``cuda.tile.launch`` in alternating rounds (the host's
-        speed drifts from run to run; a ratio taken round by round does not)."""
+    def _interleaved(self, op, s, tx, ty, tz, N, rec, n_iter, build):
+        """Our async start — of one op started again, and of a new op built per launch
+        (``add(p, x, y).start(s)``: the same work as a raw launch, arguments given each time)
+        — and a raw ``cuda.tile.launch`` in alternating rounds (the host's speed drifts from
+        run to run; a ratio taken round by round does not)."""
         import cuda.tile as ct
         import torch
         ct_add = _ct_add()
         stream = torch.cuda.current_stream()
-        ours, raw, ratios = [], [], []
+        ours, built, raw, ratios, built_ratios = [], [], [], [], []
         for _ in range(15):
             a = host_per_call(lambda: op.start(s), s.sync, n=n_iter, warmup=50, rounds=1)
+            c = host_per_call(build, s.sync, n=n_iter, warmup=50, rounds=1)
             b = host_per_call(lambda: ct.launch(stream, (1, 1, 1), ct_add, (tz, tx, ty, N)),
                               torch.cuda.synchronize, n=n_iter, warmup=50, rounds=1)
             ours.append(a)
+            built.append(c)
             raw.append(b)
             ratios.append(a / b)
+            built_ratios.append(c / b)
         rec("cutile_lab async launch (interleaved with raw)", median(ours), kind="enqueue")
+        rec("cutile_lab async launch, building the op (interleaved with raw)", median(built),
+            kind="enqueue")
         rec("raw cuda.tile.launch (interleaved with ours)", median(raw), kind="enqueue")
         self.row("overhead", "async launch / raw cuda.tile.launch (median of 15 rounds)",
                  ratio=median(ratios), kind="ratio")
+        self.row("overhead", "async launch building the op / raw cuda.tile.launch "
+                 "(median of 15 rounds)", ratio=median(built_ratios), kind="ratio")
         print(f"  {'async launch / raw cuda.tile.launch':44s} {median(ratios):8.3f} x "
               f"(median of 15 interleaved rounds; target <= 1.10)")
+        print(f"  {'  the same, building the op per launch':44s} {median(built_ratios):8.3f} x")
 
     def _raw_ct_overhead(self, tx, ty, tz, N, rec, n_iter):
         import cuda.tile as ct

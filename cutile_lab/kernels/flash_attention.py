@@ -6,7 +6,9 @@ per score, where scaling the scores first costs a pass of its own (and scaling Q
 it out of shared memory into registers: slower still; measured on an H100). K is loaded
 transposed (``order=``), so no transpose is computed in the loop. The output is normalised with
 one reciprocal per row: a division per element compiles to a checked slow path (FCHK + CALL in
-the SASS).
+the SASS). The exponentials flush subnormal results to zero (``flush_to_zero``): a probability
+below 2^-126 adds nothing next to the row's maximum (whose term is 1), and the exact path costs
+a compare and two multiplies per score around MUFU.EX2 (0.770x -> 0.781x SDPA on an H100).
 
 Tensors are (batch·heads, sequence, head_dim). The causal variant runs the blocks wholly below
 the diagonal without a mask and masks only the blocks that cross it.
@@ -34,8 +36,8 @@ def attention_{dt}(out: Mut[Tensor[{dt}, "1, BQ, D"]], q: Tensor[{dt}, "?, ?, D"
         tkt = reshape(load_tile(k, (bh, 0, j), (1, D, BKV), order=(0, 2, 1)), (D, BKV))
         s = mma(tq, tkt, zero)
         m_new = maximum(m, max(s, axis=1, keepdims=True))
-        p = exp2(s * qk_scale - m_new * qk_scale)
-        alpha = exp2((m - m_new) * qk_scale)
+        p = exp2(s * qk_scale - m_new * qk_scale, flush_to_zero=True)
+        alpha = exp2((m - m_new) * qk_scale, flush_to_zero=True)
         l = l * alpha + sum(p, axis=1, keepdims=True)
         tv = reshape(load_tile(v, (bh, j, 0), (1, BKV, D)), (BKV, D))
         acc = mma(p.astype({dt}), tv, acc * alpha)
@@ -47,8 +49,8 @@ def attention_{dt}(out: Mut[Tensor[{dt}, "1, BQ, D"]], q: Tensor[{dt}, "?, ?, D"
         cols = reshape(arange(BKV, dtype=i32), (1, BKV)) + j * BKV
         s = where(cols <= rows, s, -1.0e30)
         m_new = maximum(m, max(s, axis=1, keepdims=True))
-        p = exp2(s * qk_scale - m_new * qk_scale)
-        alpha = exp2((m - m_new) * qk_scale)
+        p = exp2(s * qk_scale - m_new * qk_scale, flush_to_zero=True)
+        alpha = exp2((m - m_new) * qk_scale, flush_to_zero=True)
         l = l * alpha + sum(p, axis=1, keepdims=True)
         tv = reshape(load_tile(v, (bh, j, 0), (1, BKV, D)), (BKV, D))
         acc = mma(p.astype({dt}), tv, acc * alpha)

@@ -514,6 +514,35 @@ def test_repeated_starts_join_one_flight_and_stay_checked(gate, rng):
     np.testing.assert_allclose(z.to_numpy(), 7 * a, rtol=1e-5)
 
 
+def test_new_ops_of_the_same_arguments_join_like_a_repeated_start(gate, rng):
+    """``kernel(p, x).start(s)`` in a loop: each call builds a new op of the very same objects
+    from the same line, which joins the previous start like ``op.start(s)`` does."""
+    a = rng.standard_normal(1 << 16).astype(np.float32)
+    x = upload(a)
+    z = cl.zeros(1 << 16).sync()
+    p = z.partition_mut(1024)
+    K.accumulate(p, x).sync()
+    cl.synchronize()
+    s = cl.stream()
+    _hold(gate, s, x)
+    try:
+        pendings = [K.accumulate(p, x).start(s) for _ in range(4)]
+        flights = _lane_flights(s)
+        assert len(flights) == 1 and all(q.flight is flights[0] for q in pendings)
+        with pytest.raises(OwnershipError) as e:       # still checked: TL103
+            z.to_numpy()
+        assert codes(e) == ["TL103"]
+        px = x.partition(1024)                          # moved: the next new op is refused
+        with pytest.raises(OwnershipError) as e:
+            K.accumulate(p, x).start(s)
+        assert codes(e) == ["TL102"]
+    finally:
+        gate.open()
+    pendings[0].wait()
+    assert px.unpartition() is not None
+    np.testing.assert_allclose(z.to_numpy(), 5 * a, rtol=1e-5)
+
+
 def test_uncovered_flight_is_done_once_its_stream_is_idle(rng):
     x = cl.ones(1 << 16).sync()
     z = cl.zeros(1 << 16).sync()

@@ -3,6 +3,7 @@ reuses what its first start checked and packed, and still runs the checks that c
 between two starts — moves (TL102) and in-flight work (TL104/TL105) — every time."""
 import ctypes
 import importlib
+import sys
 
 import numpy as np
 import pytest
@@ -101,8 +102,11 @@ def test_new_op_of_the_same_objects_shares_the_cached_start():
     p = z.partition_mut(128)
     first = K.vadd(p, x, y)
     first.sync()
-    again = K.vadd(p, x, y)
-    assert again._fast is first._fast
+    again = K.vadd(p, x, y); line = sys._getframe().f_lineno
+    assert again._fast is first._fast and again.bound is first.bound
+    assert again._entry is first._entry and again.compiled is first.compiled  # before a start
+    assert again.where.line == line and again.where != first.where   # its own line
+    assert cl.launch(K.vadd, p, x, y)._fast is first._fast
     assert again.sync() == (p, x, y)
     assert again.diagnostics == first.diagnostics and again._entry is first._entry
     other = K.vadd(p, y, x)                            # other objects: its own first start
