@@ -1,7 +1,10 @@
 """Kernel-library benchmark: each family against its PyTorch (cuBLAS, fused kernels, SDPA) and
 CuPy baselines and a device-to-device copy, measured side by side in one run.
 
-    python benchmarks/bench_kernels.py [--out DIR] [--tune] [--only gemm,softmax,...] [--quick]
+    python benchmarks/bench_kernels.py [--out DIR] [--tune] [--only gemm,rowwise,...] [--quick]
+
+One family alone: ``bench_elementwise.py``, ``bench_rowwise.py``, ``bench_gemm.py``,
+``bench_attention.py`` (the same options but ``--only``; results named after the family).
 
 Method: bytes and flops are counted first; every configuration is checked against PyTorch on
 fresh random data before it is timed; times are medians of CUDA-event pairs after warm-up. The
@@ -28,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cutile_lab as cl                                              # noqa: E402
 from benchmarks.common import (event_times, median, to_torch,  # noqa: E402
-                               torch_event_times, try_import, versions)
+                               torch_event_times, try_import, use_gpu, versions)
 from cutile_lab.kernels import elementwise, flash_attention, matmul, rowwise  # noqa: E402
 from cutile_lab.kernels.library import template                     # noqa: E402
 from cutile_lab.kernels.tuning import hints_text, store                         # noqa: E402
@@ -463,7 +466,7 @@ def rowwise_figure(rows: list[dict], peaks):
     return fig
 
 
-def plot(rows: list[dict], peaks, folder: Path, slug: str, errors: list) -> None:
+def plot(rows: list[dict], peaks, folder: Path, stem: str, errors: list) -> None:
     """Roofline of the fastest configuration per (family, size, variant) and of each baseline;
     achieved bandwidth of the memory-bound families."""
     from cutile_lab.performance.measurement import Measurement
@@ -490,14 +493,17 @@ def plot(rows: list[dict], peaks, folder: Path, slug: str, errors: list) -> None
     try:
         roofline_figure([m for m in ms if m.flops and m.kernel in ("gemm", "attention")] +
                         [m for m in ms if m.kernel in ("softmax", "add") and m.flops],
-                        peaks, max_labels=14).savefig(folder / f"kernels-{slug}-roofline.png",
+                        peaks, max_labels=14).savefig(folder / f"{stem}-roofline.png",
                                                       dpi=110)
-        rowwise_figure(rows, peaks).savefig(folder / f"kernels-{slug}-bandwidth.png", dpi=110)
+        rowwise_figure(rows, peaks).savefig(folder / f"{stem}-bandwidth.png", dpi=110)
     except Exception as e:
         errors.append(f"plots: {type(e).__name__}: {e}")
 
 
-def write(bench: Bench, out: str | None):
+def write(bench: Bench, out: str | None, name: str = "kernels"):
+    """``results/<name>-<device>.json``/``.csv`` and the plots (and the same under ``out``): a run
+    of some families only (``--only``) is named after them, so that it never replaces the
+    results of a run of all of them."""
     info = bench.info
     result = {"device": info.name, "arch": info.arch,
               "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -507,26 +513,38 @@ def write(bench: Bench, out: str | None):
     keys = sorted({k for r in bench.rows for k in r}, key=lambda k: (k not in ("family", "name"), k))
     for d in dirs:
         d.mkdir(parents=True, exist_ok=True)
-        (d / f"kernels-{slug}.json").write_text(json.dumps(result, indent=2, default=str))
-        with open(d / f"kernels-{slug}.csv", "w", newline="") as f:
+        (d / f"{name}-{slug}.json").write_text(json.dumps(result, indent=2, default=str))
+        with open(d / f"{name}-{slug}.csv", "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=["device", "date"] + keys)
             w.writeheader()
             for r in bench.rows:
                 w.writerow({"device": info.name, "date": result["date"], **r})
-        plot(bench.rows, bench.peaks, d, slug, bench.errors)
-    print(f"\nwrote {dirs[0]}/kernels-{slug}.json, .csv and plots")
+        plot(bench.rows, bench.peaks, d, f"{name}-{slug}", bench.errors)
+    print(f"\nwrote {dirs[0]}/{name}-{slug}.json, .csv and plots")
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+FAMILIES = ("add", "rowwise", "gemm", "attention")
+
+
+def main(argv=None, *, families: str | None = None, description: str | None = None) -> int:
+    """The command line; ``families`` fixes ``--only`` (the per-family scripts)."""
+    ap = argparse.ArgumentParser(description=description or __doc__.split("\n")[0])
     ap.add_argument("--out")
     ap.add_argument("--tune", action="store_true", help="store the fastest configurations")
-    ap.add_argument("--only", help="comma list of: add,rowwise,gemm,attention")
+    if families is None:
+        ap.add_argument("--only", help="comma list of: " + ",".join(FAMILIES))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--replot", metavar="JSON", help="only redraw the plots of a results file")
     ap.add_argument("--tune-from", metavar="JSON",
                     help="store the fastest configurations of a results file (no GPU needed)")
     args = ap.parse_args(argv)
+    if families is not None:
+        args.only = families
+    chosen = args.only.split(",") if args.only else list(FAMILIES)
+    unknown = [c for c in chosen if c not in FAMILIES]
+    if unknown:
+        ap.error(f"unknown famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}: "
+                 f"choose from {', '.join(FAMILIES)}")
     if args.tune_from:
         data = json.loads(Path(args.tune_from).read_text())
         for family, variant, cfg, ms in fastest_configurations(data["rows"]):
@@ -538,22 +556,23 @@ def main(argv=None) -> int:
         path = Path(args.replot)
         data = json.loads(path.read_text())
         errors: list = []
-        plot(data["rows"], lookup_device(data["device"]), path.parent,
-             path.stem.removeprefix("kernels-"), errors)
+        plot(data["rows"], lookup_device(data["device"]), path.parent, path.stem, errors)
         print(*errors or ["plots written"], sep="\n")
         return 1 if errors else 0
-    cl.set_backend("gpu")
+    problem = use_gpu()
+    if problem:
+        print(problem)
+        return 2
     bench = Bench(args)
     if bench.torch is None:
         print("PyTorch is needed for the baselines")
         return 1
     print(f"device: {bench.info}")
-    families = {"add": bench.elementwise, "rowwise": bench.rowwise_family,
-                "gemm": bench.gemm_family, "attention": bench.attention_family}
-    chosen = args.only.split(",") if args.only else list(families)
+    runs = {"add": bench.elementwise, "rowwise": bench.rowwise_family,
+            "gemm": bench.gemm_family, "attention": bench.attention_family}
     for name in chosen:
-        bench.guard(name, families[name])
-    write(bench, args.out)
+        bench.guard(name, runs[name])
+    write(bench, args.out, "kernels" if not args.only else "kernels-" + "-".join(chosen))
     if bench.errors:
         print("errors:", *bench.errors, sep="\n  ")
     return 1 if bench.errors else 0

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cutile_lab as cl                                   # noqa: E402
 from benchmarks.common import (event_times, host_per_call, median, to_torch,  # noqa: E402
-                               torch_event_times, try_import as _try_import,
+                               torch_event_times, try_import as _try_import, use_gpu,
                                versions as _versions)
 from cutile_lab.lang import *                             # noqa: E402,F401,F403
 
@@ -396,7 +396,10 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer tile sizes and iterations")
     args = ap.parse_args(argv)
 
-    cl.set_backend("gpu")
+    problem = use_gpu()
+    if problem:
+        print(problem)
+        return 2
     from cutile_lab.runtime.device import device_info
     info = device_info()
     print(f"device: {info}")

@@ -19,6 +19,17 @@ def to_torch(t):
     return out
 
 
+def use_gpu() -> str | None:
+    """Select the GPU backend; where there is no GPU, the reason (for the script to print and
+    exit with, rather than a traceback)."""
+    import cutile_lab as cl
+    try:
+        cl.set_backend("gpu")
+    except cl.NoDeviceError as e:
+        return f"this benchmark needs a GPU: {e}"
+    return None
+
+
 def median(xs):
     return float(statistics.median(xs))
 

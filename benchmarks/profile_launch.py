@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import cutile_lab as cl                                                   # noqa: E402
-from benchmarks.common import host_per_call, median, to_torch            # noqa: E402
+from benchmarks.common import host_per_call, median, to_torch, use_gpu   # noqa: E402
 from cutile_lab.lang import *                                             # noqa: E402,F401,F403
 
 
@@ -42,7 +42,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out")
     args = ap.parse_args(argv)
-    cl.set_backend("gpu")
+    problem = use_gpu()
+    if problem:
+        print(problem)
+        return 2
     import importlib
     L = importlib.import_module("cutile_lab.runtime.launch")
     ops = importlib.import_module("cutile_lab.runtime.ops")
