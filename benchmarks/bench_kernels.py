@@ -55,7 +55,8 @@ UNSAFE_SOFTMAX = template('''
 @kernel(opt_level=3{hints})
 def softmax_unsafe_{dt}(out: Mut[Tensor[{dt}, "BR, BN"]], x: Tensor[{dt}, "?, ?"]):
     t = load_tile_like(x, out, padding="{pad}")
-    e = exp2((t.astype(f32) - max(t, axis=1, keepdims=True).astype(f32)) * 1.4426950408889634)
+    e = exp2((t.astype(f32) - max(t, axis=1, keepdims=True).astype(f32)) * 1.4426950408889634,
+             flush_to_zero=True)
     with unsafe():
         store(out, (tile_id(0), tile_id(1)),
               (e * (1.0 / sum(e, axis=1, keepdims=True))).astype({dt}))
@@ -129,6 +130,12 @@ class Bench:
               f"{row['tflop_s']:8.1f} TFLOP/s{vs}")
         return row
 
+    def poison(self, t):
+        """Fill ``t`` with NaN before a kernel writes it, so that an element it misses fails the
+        check. The fill runs on PyTorch's stream and the kernel on ours: wait for it."""
+        t.fill_(float("nan"))
+        self.torch.cuda.current_stream().synchronize()
+
     def guard(self, what, fn, *a):
         try:
             return fn(*a)
@@ -172,6 +179,7 @@ class Bench:
         kernel = elementwise.ADD.kernel(dt="f32")
         for B in ([256, 2048] if self.args.quick else [256, 512, 1024, 2048, 4096]):
             run = self.launcher(kernel, z, B, cx, cy)
+            self.poison(tz)
             run()
             self.s.sync()
             assert torch.equal(tz, x + y), f"add B={B} is wrong"
@@ -211,21 +219,25 @@ class Bench:
                 self.record(family, f"torch {family} {cols}", t_torch, count, "f16", cols=cols)
                 ref = ref_fn()
                 best = None
-                # short rows: many small tiles per SM (occupancy) beat one big tile per SM
+                # short rows: many small tiles per SM (occupancy) beat one big tile per SM;
+                # long rows: a persistent schedule (each instance loops over row blocks, so the
+                # next block's load overlaps this one's arithmetic) where registers allow
+                persistent = {"schedule": "persistent"}
                 brs = [(32, {"num_worker_warps": 8}), (16, {"num_worker_warps": 8,
                                                              "occupancy": 2}),
                        (8, {"occupancy": 4}), (4, {"occupancy": 8})] \
-                    if cols <= 1024 else ([(4, {}), (4, {"occupancy": 2}),
-                                           (4, {"num_worker_warps": 8})]
+                    if cols <= 1024 else ([(4, {"occupancy": 2}), (4, {"num_worker_warps": 8}),
+                                           (2, {**persistent, "occupancy": 2}),
+                                           (4, {**persistent, "num_worker_warps": 8})]
                                           if cols <= 8192 else
-                                          [(1, {"num_worker_warps": 8}),
-                                           (2, {"num_worker_warps": 8}),
-                                           (2, {"num_worker_warps": 8, "num_ctas": 2})])
+                                          [(2, {"num_worker_warps": 8}), (1, persistent),
+                                           (1, {**persistent, "num_worker_warps": 8})])
                 for BR, hints in brs:
                     kernel = tmpl.kernel(**rowwise.substitutions(family, "f16", cols,
                                                                  hints_text(hints)))
                     try:
                         run = self.launcher(kernel, out, (BR, pow2(cols)), *args)
+                        self.poison(tout)
                         run()
                         self.s.sync()
                     except cl.CompileError as e:
@@ -251,6 +263,7 @@ class Bench:
         subs = rowwise.substitutions("softmax", "f16", cols, hints_text(cfg))
         safe = self.launcher(rowwise.SOFTMAX.kernel(**subs), out, (BR, pow2(cols)), cx)
         raw = self.launcher(UNSAFE_SOFTMAX.kernel(**subs), out, (BR, pow2(cols)), cx)
+        self.poison(tout)
         raw()
         self.s.sync()
         assert (tout.float() - ref).abs().max().item() < 5e-2
@@ -289,6 +302,7 @@ class Bench:
                     kernel = matmul.GEMM.kernel(dt=dt, hints=hints_text(hints))
                     try:
                         run = self.launcher(kernel, c, (BM, BN), ca, cb, BK=BK)
+                        self.poison(tc)
                         run()
                         self.s.sync()
                     except Exception as e:
@@ -317,6 +331,7 @@ class Bench:
                              BK=BK)
         raw = self.launcher(UNSAFE_GEMM.kernel(dt="f16", hints=hints), c, (BM, BN), ca, cb,
                             BK=BK)
+        self.poison(tc)
         raw()
         self.s.sync()
         assert ((tc.float() - ref).abs().max() / ref.abs().max()).item() < 2e-2
@@ -362,6 +377,7 @@ class Bench:
                     run = self.launcher(kernel, out, (1, BQ, D), cq, ck, cv,
                                         math.log2(math.e) / math.sqrt(D), BKV=BKV,
                                         CAUSAL=int(causal))
+                    self.poison(tout)
                     run()
                     self.s.sync()
                 except Exception as e:

@@ -31,7 +31,8 @@ SOFTMAX = template('''
 @kernel(opt_level=3{hints})
 def softmax_{dt}(out: Mut[Tensor[{dt}, "BR, BN"]], x: Tensor[{dt}, "?, ?"]):
     t = load_tile_like(x, out, padding="{pad}")
-    e = exp2((t.astype(f32) - max(t, axis=1, keepdims=True).astype(f32)) * 1.4426950408889634)
+    e = exp2((t.astype(f32) - max(t, axis=1, keepdims=True).astype(f32)) * 1.4426950408889634,
+             flush_to_zero=True)
     out.store((e * (1.0 / sum(e, axis=1, keepdims=True))).astype({dt}))
 ''')
 

@@ -80,3 +80,32 @@ def test_attention_f16(causal):
     p /= p.sum(-1, keepdims=True)
     ref = np.einsum("bqk,bkd->bqd", p, v.astype(np.float64))
     np.testing.assert_allclose(out.astype(np.float64), ref, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("family", ["softmax", "layernorm", "rmsnorm"])
+def test_rowwise_persistent_schedule_ragged(family):
+    """The persistent schedule the tuning sweep picks for long rows: 3 instances loop over 4
+    blocks of 2 rows (the last one ragged) and each block is written by exactly one of them."""
+    rows, cols, BR, eps = 7, 200, 2, 1e-5
+    x = _f16(RNG.standard_normal((rows, cols)) * 2)
+    w, b = _f16(RNG.standard_normal(cols)), _f16(RNG.standard_normal(cols))
+    out = np.full_like(x, np.nan)
+    args = {"softmax": [out, x], "layernorm": [out, x, w, b, cols, eps],
+            "rmsnorm": [out, x, w, cols, eps]}[family]
+    template = {"softmax": R.SOFTMAX, "layernorm": R.LAYERNORM, "rmsnorm": R.RMSNORM}[family]
+    kernel = template.kernel(**R.substitutions(family, "f16", cols, ', schedule="persistent"'))
+    res = simulate(kernel, args, (3,), {"BR": BR, "BN": 256})
+    assert res.ok, res.summary()
+    owners = res.ownership["out"]
+    assert set(np.unique(owners)) == {0, 1, 2}
+    for i in range(0, rows, BR):
+        assert len(np.unique(owners[i:i + BR])) == 1
+    xd = x.astype(np.float64)
+    if family == "softmax":
+        e = np.exp(xd - xd.max(1, keepdims=True))
+        ref = e / e.sum(1, keepdims=True)
+    elif family == "layernorm":
+        ref = (xd - xd.mean(1, keepdims=True)) / np.sqrt(xd.var(1, keepdims=True) + eps) * w + b
+    else:
+        ref = xd / np.sqrt((xd * xd).mean(1, keepdims=True) + eps) * w
+    np.testing.assert_allclose(out.astype(np.float64), ref, atol=3e-2, rtol=1e-2)
