@@ -88,6 +88,7 @@ def lower(kdef: KernelDef) -> LoweredKernel:
         consts = [a.arg for a in node.args.args
                   if a.annotation is not None and "Constant" in ast.unparse(a.annotation)]
     else:
+        check_options(kdef)
         node, params, consts = _rewrite(kdef)
     n_lines = len(source.text.splitlines()) + 1
     text = "\n" * source.line_offset + _LineEmitter().emit(node, n_lines)
@@ -129,7 +130,8 @@ def _rewrite(kdef: KernelDef) -> tuple[ast.FunctionDef, list[str], list[str]]:
     order = tile_order(kdef)
     persistent = is_persistent(kdef)
     remapped = order is not None or persistent
-    node.body = [_BodyRewriter(outputs, kdef, grouped=remapped).visit(s) for s in node.body]
+    node.body = [_BodyRewriter(outputs, kdef, grouped=remapped,
+                               reverse=is_reversed(kdef)).visit(s) for s in node.body]
     if remapped:
         node.body = _tile_prologue(kdef, order, persistent, node.body[0]) + node.body
     if persistent:
@@ -151,6 +153,44 @@ def tile_order(kdef: KernelDef) -> int | None:
     if kdef.kind != "tile" or kdef.options.get("tile_order", "row") != "grouped":
         return None
     return int(kdef.options.get("group_size", 8))
+
+
+# the options of ``@kernel(...)``: the tile schedule (this module) and compiler hints (cuTile)
+TILE_ORDERS = ("row", "grouped", "reverse")
+SCHEDULES = ("tiles", "persistent")
+INT_OPTIONS = ("group_size", "num_ctas", "occupancy", "opt_level", "num_worker_warps")
+
+
+def check_options(kdef: KernelDef) -> None:
+    """Refuse an option ``@kernel(...)`` does not know, or a value it cannot take: a misspelt
+    ``schedule=`` must not silently compile the other schedule."""
+    opts = kdef.options
+    known = ("tile_order", "schedule") + INT_OPTIONS
+    for name, value in opts.items():
+        if name not in known:
+            raise CompileError(f"`@kernel` has no option `{name}`", span=kdef.span,
+                               help="options are " + ", ".join(f"`{k}`" for k in known))
+        if name in INT_OPTIONS and (not isinstance(value, int) or isinstance(value, bool)
+                                    or value < (0 if name == "opt_level" else 1)):
+            raise CompileError(f"`{name}={value!r}`: a positive integer is needed", span=kdef.span,
+                               help=f"e.g. `{name}=2`")
+    for name, allowed in (("tile_order", TILE_ORDERS), ("schedule", SCHEDULES)):
+        if name in opts and opts[name] not in allowed:
+            raise CompileError(f"`{name}={opts[name]!r}` is not one of "
+                               + ", ".join(repr(a) for a in allowed), span=kdef.span,
+                               help=f'e.g. `{name}="{allowed[-1]}"`')
+    if opts.get("tile_order") == "reverse" and opts.get("schedule") == "persistent":
+        raise CompileError('`tile_order="reverse"` and `schedule="persistent"` do not combine',
+                           span=kdef.span, help="a persistent instance walks its tiles in "
+                           "launch order: drop one of the two")
+
+
+def is_reversed(kdef: KernelDef) -> bool:
+    """``@cl.kernel(tile_order="reverse")``: the launch index counts the tiles from the last one
+    (every axis reversed, a bijection, so each tile still has one owner). The GPU starts
+    instances in launch order, so where later tiles hold more work (causal attention: the last
+    query blocks see the most keys) the longest start first and the last wave is short."""
+    return kdef.kind == "tile" and kdef.options.get("tile_order", "row") == "reverse"
 
 
 def is_persistent(kdef: KernelDef) -> bool:
@@ -225,16 +265,23 @@ def _dim_expr(d) -> str:
 
 
 class _BodyRewriter(ast.NodeTransformer):
-    def __init__(self, outputs, kdef: KernelDef, grouped: bool = False):
+    def __init__(self, outputs, kdef: KernelDef, grouped: bool = False, reverse: bool = False):
         self.outputs = outputs
         self.grouped = grouped
+        self.reverse = reverse
         self.locals = _assigned_names(kdef.node) | {p.name for p in kdef.params}
         self.in_unsafe = 0
 
     def _own_index(self, out) -> str:
         if self.grouped:
             return "(" + "".join(f"{t}, " for t in GROUPED[:len(out.shape)]) + ")"
-        return "(" + "".join(f"{CT}.bid({i}), " for i in range(len(out.shape))) + ")"
+        return "(" + "".join(f"{self._bid(i)}, " for i in range(len(out.shape))) + ")"
+
+    def _bid(self, axis) -> str:
+        """The tile coordinate of launch axis ``axis`` (source text)."""
+        if self.reverse:
+            return f"({CT}.num_blocks({axis}) - 1 - {CT}.bid({axis}))"
+        return f"{CT}.bid({axis})"
 
     def _tile_shape(self, out) -> str:
         return "(" + "".join(f"{_dim_expr(d)}, " for d in out.shape) + ")"
@@ -308,6 +355,9 @@ class _BodyRewriter(ast.NodeTransformer):
                 and isinstance(args[0], ast.Constant) and args[0].value in (0, 1):
             return _located(ast.Name(GROUPED[2 + args[0].value], ast.Load()), node)
         if name == "tile_id":
+            if self.reverse and len(args) == 1 and not kws \
+                    and isinstance(args[0], ast.Constant) and isinstance(args[0].value, int):
+                return self._replace(node, self._bid(args[0].value))
             return _located(ast.Call(_ct("bid"), args, kws), node)
         if name == "num_tiles":
             target = "num_blocks" if len(args) + len(kws) == 1 else "num_tiles"

@@ -11,12 +11,15 @@ below 2^-126 adds nothing next to the row's maximum (whose term is 1), and the e
 a compare and two multiplies per score around MUFU.EX2 (0.770x -> 0.781x SDPA on an H100).
 
 Tensors are (batch·heads, sequence, head_dim). The causal variant runs the blocks wholly below
-the diagonal without a mask and masks only the blocks that cross it.
+the diagonal without a mask and masks only the blocks that cross it. Its later query blocks see
+more keys, so the tiles are launched in reverse order (``tile_order="reverse"``): the longest
+start first and the last wave is short (causal 0.82 -> 0.84x SDPA on an H100; the non-causal
+kernel's tiles are all alike, and the order changes nothing there).
 """
 from cutile_lab.kernels.library import template
 
 ATTENTION = template('''
-@kernel(opt_level=3{hints})
+@kernel(opt_level=3, tile_order="reverse"{hints})
 def attention_{dt}(out: Mut[Tensor[{dt}, "1, BQ, D"]], q: Tensor[{dt}, "?, ?, D"],
                    k: Tensor[{dt}, "?, ?, D"], v: Tensor[{dt}, "?, ?, D"], qk_scale: f32,
                    BKV: Const[int] = 64, CAUSAL: Const[int] = 0):

@@ -95,3 +95,46 @@ def test_persistent_schedule_needs_the_decorator_line():
     k.definition.options["schedule"] = "persistent"
     with pytest.raises(cl.CompileError, match="decorator"):
         lower(k.definition)
+
+
+REVERSED = '''
+@kernel(tile_order="reverse")
+def tri(out: Mut[Tensor[f32, "1, B"]], x: Tensor[f32, "?, ?"]):
+    r = tile_id(0)
+    out.store(load_tile_like(x, out) + r)
+'''
+
+
+def test_reverse_tile_order_counts_tiles_from_the_last_one():
+    import numpy as np
+    from cutile_lab.simulation import simulate
+    [k] = cl.kernels_from_source(REVERSED, "<cell-r>").values()
+    lines = lower(k.definition).text.splitlines()
+    assert lines[3].strip() == "r = ct.num_blocks(0) - 1 - ct.bid(0)"
+    assert "index=(ct.num_blocks(0) - 1 - ct.bid(0), ct.num_blocks(1) - 1 - ct.bid(1))" \
+        in lines[4]
+    x = np.random.default_rng().standard_normal((5, 8)).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    res = simulate(k, [out, x], (5, 2), {"B": 4})
+    assert res.ok, res.summary()
+    np.testing.assert_allclose(out, x + np.arange(5)[:, None])
+    # instance 0 (launched first) owns the last tile; every tile has one owner
+    owners = res.ownership["out"]
+    assert owners[4, 4] == 0 and owners[0, 0] == 9
+    assert sorted(np.unique(owners)) == list(range(10))
+
+
+@pytest.mark.parametrize("decorator,message", [
+    ('@kernel(schedul="persistent")', "no option `schedul`"),
+    ('@kernel(schedule="persistant")', "`schedule='persistant'` is not one of"),
+    ('@kernel(tile_order="column")', "`tile_order='column'` is not one of"),
+    ("@kernel(occupancy=0)", "`occupancy=0`: a positive integer"),
+    ('@kernel(tile_order="reverse", schedule="persistent")', "do not combine"),
+])
+def test_kernel_options_are_checked(decorator, message):
+    src = decorator + '\ndef k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):\n' \
+        '    z.store(load_tile_like(x, z))\n'
+    [k] = cl.kernels_from_source(src, "<cell-o>").values()
+    with pytest.raises(cl.CompileError, match=message) as e:
+        lower(k.definition)
+    assert e.value.help
