@@ -371,17 +371,10 @@ class LaunchOp(DeviceOp):
             # same objects was started before: reuse its _Fast (the checks that can change
             # still run on every start)
             args = self._args = tuple(args)
-            r = info.recent
-            f = r() if r is not None else None
+            f = _recent_fast(info, args)
             if f is not None:
-                res = f.result
-                if len(res) == len(args):
-                    for a, b in zip(args, res):
-                        if a is not b:
-                            break
-                    else:
-                        self._fast = f
-                        self._adopt(f)
+                self._fast = f
+                self._adopt(f)
 
     # --- starting ------------------------------------------------------------------------------
     def start(self, stream=None):
@@ -1034,21 +1027,28 @@ def _launch_rules(info, values, where: Span | None, consts) -> list[Diagnostic]:
 
 # --- the public entry points ------------------------------------------------------------------
 
+def _recent_fast(info: _KernelInfo, args) -> _Fast | None:
+    """The _Fast of the kernel's latest start if it was of the very same argument objects."""
+    r = info.recent
+    f = r() if r is not None else None
+    if f is not None:
+        res = f.result
+        if len(res) == len(args):
+            for a, b in zip(args, res):
+                if a is not b:
+                    return None
+            return f
+    return None
+
+
 def launch_op(kernel, args, kwargs) -> LaunchOp:
     """``kernel(*args, **kwargs)``: the lazy launch (``grid=`` is a launch option)."""
     if not kwargs:
         info = kernel.__dict__.get("_launch_info")
         if info is not None and info.kdef is kernel.definition:
-            r = info.recent
-            f = r() if r is not None else None
+            f = _recent_fast(info, args)
             if f is not None:
-                res = f.result
-                if len(res) == len(args):
-                    for a, b in zip(args, res):
-                        if a is not b:
-                            break
-                    else:
-                        return LaunchOp._again(kernel, info, f, args, user_site(2))
+                return LaunchOp._again(kernel, info, f, args, user_site(2))
     grid = None
     if "grid" in kwargs and "grid" not in kernel_info(kernel).names:
         kwargs = dict(kwargs)
