@@ -28,6 +28,7 @@ _TABLE: list[tuple[str, Severity, str]] = [
     ("TL001", "error", "a parameter's type is missing or is not a tile-language type"),
     ("TL002", "error", "the parameter list uses *args, **kwargs or keyword-only parameters"),
     ("TL003", "error", "a name is both a parameter and a shape (const generic) name"),
+    ("TL004", "error", "an unknown `@kernel` option, or a value it cannot take"),
     # memory access and ownership
     ("TL010", "error", "store into a shared (read-only) input"),
     ("TL011", "error", "raw memory operation outside `with unsafe():`"),

@@ -18,6 +18,7 @@ from cutile_lab.checking.tiletypes import TileV, format_shape, implicit_cast_ok
 from cutile_lab.errors import Diagnostic
 from cutile_lab.language import surface
 from cutile_lab.language.frontend import Param
+from cutile_lab.language.options import option_problem
 
 Rule = Callable[[KernelContext], Iterable[Diagnostic]]
 TILE_RULES: list[Rule] = []
@@ -58,6 +59,29 @@ def _own_store_calls(ctx: KernelContext) -> Iterator[tuple[ast.Call, Param]]:
             p = ctx.param_named(obj, roles=("mut",))
             if p is not None:
                 yield call, p
+
+
+# --- the decorator ----------------------------------------------------------------------------
+
+@rule
+def kernel_options(ctx: KernelContext) -> Iterator[Diagnostic]:
+    """TL004: ``@kernel(...)`` options the lowering would refuse, at the keyword that is wrong;
+    a value that is not a literal (it would be dropped: a kernel compiles before any variable of
+    the notebook exists)."""
+    kdef = ctx.kdef
+    keywords = {kw.arg: kw for dec in kdef.node.decorator_list if isinstance(dec, ast.Call)
+                for kw in dec.keywords if kw.arg is not None}
+    for name, kw in keywords.items():
+        try:
+            ast.literal_eval(kw.value)
+        except ValueError:
+            yield ctx.diag("TL004", f"the value of `{name}=` must be written out in the "
+                           "decorator", kw.value, help=f"write a literal, e.g. `{name}=2`: the "
+                           "decorator is read from the source, before any variable exists")
+    problem = option_problem(kdef.options)
+    if problem is not None:
+        where = keywords.get(problem.option, kdef.node)
+        yield ctx.diag("TL004", problem.message, where, help=problem.help)
 
 
 # --- memory access ----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from cutile_lab.errors import CompileError, Span
 from cutile_lab.language.dtypes import ALIASES, DTYPES
 from cutile_lab.language.frontend import KernelDef
+from cutile_lab.language.options import option_problem
 from cutile_lab.language.surface import OPS, RAW_MEMORY
 
 CT = "ct"
@@ -155,34 +156,12 @@ def tile_order(kdef: KernelDef) -> int | None:
     return int(kdef.options.get("group_size", 8))
 
 
-# the options of ``@kernel(...)``: the tile schedule (this module) and compiler hints (cuTile)
-TILE_ORDERS = ("row", "grouped", "reverse")
-SCHEDULES = ("tiles", "persistent")
-INT_OPTIONS = ("group_size", "num_ctas", "occupancy", "opt_level", "num_worker_warps")
-
-
 def check_options(kdef: KernelDef) -> None:
-    """Refuse an option ``@kernel(...)`` does not know, or a value it cannot take: a misspelt
-    ``schedule=`` must not silently compile the other schedule."""
-    opts = kdef.options
-    known = ("tile_order", "schedule") + INT_OPTIONS
-    for name, value in opts.items():
-        if name not in known:
-            raise CompileError(f"`@kernel` has no option `{name}`", span=kdef.span,
-                               help="options are " + ", ".join(f"`{k}`" for k in known))
-        if name in INT_OPTIONS and (not isinstance(value, int) or isinstance(value, bool)
-                                    or value < (0 if name == "opt_level" else 1)):
-            raise CompileError(f"`{name}={value!r}`: a positive integer is needed", span=kdef.span,
-                               help=f"e.g. `{name}=2`")
-    for name, allowed in (("tile_order", TILE_ORDERS), ("schedule", SCHEDULES)):
-        if name in opts and opts[name] not in allowed:
-            raise CompileError(f"`{name}={opts[name]!r}` is not one of "
-                               + ", ".join(repr(a) for a in allowed), span=kdef.span,
-                               help=f'e.g. `{name}="{allowed[-1]}"`')
-    if opts.get("tile_order") == "reverse" and opts.get("schedule") == "persistent":
-        raise CompileError('`tile_order="reverse"` and `schedule="persistent"` do not combine',
-                           span=kdef.span, help="a persistent instance walks its tiles in "
-                           "launch order: drop one of the two")
+    """Refuse to lower a kernel whose ``@kernel(...)`` options are wrong (the checker reports
+    the same problem as TL004 when the kernel is defined)."""
+    problem = option_problem(kdef.options)
+    if problem is not None:
+        raise CompileError(problem.message, span=kdef.span, help=problem.help)
 
 
 def is_reversed(kdef: KernelDef) -> bool:

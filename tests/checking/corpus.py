@@ -257,6 +257,24 @@ def k(z: Mut[Tensor[f32, "B"]], B: Tensor[f32, "?"]):
     z.store(load_tile_like(B, z))
 ''')
 
+bad("unknown_kernel_option", "TL004", 1, 9, '''
+@kernel(schedul="persistent")
+def k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    z.store(load_tile_like(x, z))
+''')
+
+bad("kernel_option_not_a_literal", "TL004", 1, 19, '''
+@kernel(occupancy=OCC)
+def k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    z.store(load_tile_like(x, z))
+''')
+
+bad("reverse_and_persistent", "TL004", 1, 9, '''
+@kernel(tile_order="reverse", schedule="persistent")
+def k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    z.store(load_tile_like(x, z))
+''')
+
 bad("store_into_shared", "TL010", 3, 5, '''
 def k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
     t = load_tile_like(x, z)
