@@ -47,10 +47,11 @@ def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], y: Tensor[f32, "?"]):
     z.store(load_tile_like(x, z) + load_tile_like(y, z))
 
 
-def _ct_add():
+def _ct_add(**hints):
+    """The plain cuTile add (compiled with ``hints``, e.g. ``num_worker_warps=8``)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _ct_kernels import ct_add
-    return ct_add
+    from _ct_kernels import ct_add, ct_add_with
+    return ct_add_with(**hints) if hints else ct_add
 
 
 # --- the benchmark ---------------------------------------------------------------------------------
@@ -116,11 +117,15 @@ class Bench:
             print(f"  {name:34s} {t * 1e3:8.3f} ms  {bw / 1e12:6.3f} TB/s  "
                   f"{100 * bw / ref_bw:5.1f}% of {ref_bw / 1e12:.2f} TB/s (datasheet)")
 
-        tiles = [256, 1024] if self.quick else [256, 512, 1024, 2048, 4096]
+        from benchmarks.bench_kernels import ADD_CONFIGS
+        from cutile_lab.kernels import elementwise
+        from cutile_lab.kernels.tuning import hints_text
         best = None
-        for B in tiles:
-            def one(B=B):
-                op = add(z.partition_mut(B), x, y)
+        for B, hints in (ADD_CONFIGS[:2] if self.quick else ADD_CONFIGS):
+            kernel = elementwise.ADD.kernel(dt="f32", hints=hints_text(hints))
+
+            def one(B=B, kernel=kernel):
+                op = kernel(z.partition_mut(B), x, y)
                 op.start(s)
                 return op
             op = one()
@@ -132,14 +137,15 @@ class Bench:
                 ok = bool(np.array_equal(z.to_numpy()[idx], (x.to_numpy() + y.to_numpy())[idx]))
             secs = event_times(lambda: one(), s)
             regs = (op.compiled.resources or {}).get("registers") if op.compiled else None
-            record(f"cutile_lab add B={B}", secs, add_count, tile=B, correct=ok,
-                   registers=regs, threads=op.compiled.max_threads_per_block)
-            if best is None or median(secs) < best[1]:
-                best = (B, median(secs))
-        self.best_tile = best[0]
-        self.row("bandwidth", "cutile_lab add (best tile)", tile=best[0], seconds=best[1],
-                 tb_per_s=add_count.bytes / best[1] / 1e12,
-                 pct_h100_sxm=100 * add_count.bytes / best[1] / H100_SXM_BW)
+            htag = "".join(f" {k}={v}" for k, v in hints.items())
+            record(f"cutile_lab add B={B}{htag}", secs, add_count, tile=B, correct=ok,
+                   registers=regs, threads=op.compiled.max_threads_per_block, **hints)
+            if best is None or median(secs) < best[2]:
+                best = (B, hints, median(secs))
+        self.best_tile, self.best_hints = best[0], best[1]
+        self.row("bandwidth", "cutile_lab add (best tile)", tile=best[0], seconds=best[2],
+                 tb_per_s=add_count.bytes / best[2] / 1e12,
+                 pct_h100_sxm=100 * add_count.bytes / best[2] / H100_SXM_BW, **best[1])
 
         # device-to-device copy of the same bytes per element read (the copy ceiling)
         from cutile_lab.runtime.memory import copy as dcopy
@@ -176,7 +182,7 @@ class Bench:
         import cuda.tile as ct
         if torch is None:
             raise RuntimeError("cuda.tile.launch needs torch (or CuPy) arrays and stream")
-        ct_add = _ct_add()
+        ct_add = _ct_add(**self.best_hints)          # the same hints as our best
         B = self.best_tile
         tx, ty = to_torch(x), to_torch(y)
         tz = torch.empty_like(tx)
@@ -186,7 +192,8 @@ class Bench:
         ok = bool(torch.equal(tz, tx + ty))
         secs = torch_event_times(
             lambda: ct.launch(torch.cuda.current_stream(), grid, ct_add, (tz, tx, ty, B)))
-        record(f"raw cuda.tile.launch B={B}", secs, count, tile=B, correct=ok)
+        htag = "".join(f" {k}={v}" for k, v in self.best_hints.items())
+        record(f"raw cuda.tile.launch B={B}{htag}", secs, count, tile=B, correct=ok)
 
     # 2. host overhead ---------------------------------------------------------------------------
     def overhead(self):

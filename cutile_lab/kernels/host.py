@@ -44,9 +44,10 @@ def add(x, y, *, B: int | None = None):
     """``x + y`` element-wise (1-D)."""
     from cutile_lab.runtime import empty
     x, y = _tensor(x), _tensor(y)
-    B = B or config("add", _arch())["B"]
+    cfg = config("add", _arch())
+    B = B or cfg["B"]
     z = empty(x.shape, x.dtype)
-    kernel = _elementwise.ADD.kernel(dt=x.dtype.name)
+    kernel = _elementwise.ADD.kernel(dt=x.dtype.name, hints=hints_text(cfg))
     return kernel(z.partition(B), x, y).then(_unpartition_first)
 
 
@@ -54,9 +55,10 @@ def saxpy(alpha: float, x, y, *, B: int | None = None):
     """``alpha * x + y`` element-wise (1-D), computed in f32."""
     from cutile_lab.runtime import empty
     x, y = _tensor(x), _tensor(y)
-    B = B or config("saxpy", _arch())["B"]
+    cfg = config("saxpy", _arch())
+    B = B or cfg["B"]
     z = empty(x.shape, x.dtype)
-    kernel = _elementwise.SAXPY.kernel(dt=x.dtype.name)
+    kernel = _elementwise.SAXPY.kernel(dt=x.dtype.name, hints=hints_text(cfg))
     return kernel(z.partition(B), x, y, float(alpha)).then(_unpartition_first)
 
 

@@ -17,8 +17,13 @@ class KernelTemplate:
         self.filename = filename
         self.line_offset = line_offset
 
-    @functools.lru_cache(maxsize=None)
     def kernel(self, **subs: str) -> Kernel:
+        """The kernel for these substitutions; ``hints`` (the decorator's extra options, as
+        ``tuning.hints_text`` writes them) defaults to none."""
+        return self._kernel(**{"hints": "", **subs})
+
+    @functools.lru_cache(maxsize=None)
+    def _kernel(self, **subs: str) -> Kernel:
         text = self.text.format(**subs)
         [kernel] = kernels_from_source(text, self.filename, line_offset=self.line_offset,
                                        globals_={}).values()
