@@ -515,12 +515,15 @@ def plot(rows: list[dict], peaks, folder: Path, stem: str, errors: list) -> None
         ms.append(Measurement(name=" ".join(label.split()), kernel=family, precision=precision,
                               flops=r["flops"], bytes=r["bytes"], seconds=r["ms"] / 1e3,
                               samples=[r["ms"] / 1e3], device="", params={}))
+    shown = [m for m in ms if m.flops and m.kernel in ("gemm", "attention")] + \
+        [m for m in ms if m.kernel in ("softmax", "add") and m.flops]
     try:
-        roofline_figure([m for m in ms if m.flops and m.kernel in ("gemm", "attention")] +
-                        [m for m in ms if m.kernel in ("softmax", "add") and m.flops],
-                        peaks, max_labels=14).savefig(folder / f"{stem}-roofline.png",
-                                                      dpi=110)
-        rowwise_figure(rows, peaks).savefig(folder / f"{stem}-bandwidth.png", dpi=110)
+        # each figure only where the run measured what it shows (a run of one family)
+        if shown:
+            roofline_figure(shown, peaks, max_labels=14).savefig(
+                folder / f"{stem}-roofline.png", dpi=110)
+        if any(r["family"] in ("softmax", "layernorm", "rmsnorm") for r in rows):
+            rowwise_figure(rows, peaks).savefig(folder / f"{stem}-bandwidth.png", dpi=110)
     except Exception as e:
         errors.append(f"plots: {type(e).__name__}: {e}")
 

@@ -63,4 +63,12 @@ def test_plots_are_redrawn_from_a_results_file_under_its_own_name(tmp_path):
     assert (tmp_path / "kernels-gemm-some-gpu-roofline.png").stat().st_size > 0
     assert (tmp_path / "kernels-gemm-some-gpu-bandwidth.png").stat().st_size > 0
     assert not (BENCH / "results" / "kernels-gemm-some-gpu-roofline.png").exists()
+    # a run of one family without row-wise kernels draws no (empty) bandwidth figure
+    data["rows"] = [r for r in data["rows"] if r["family"] == "gemm"]
+    only_gemm = tmp_path / "kernels-gemm-other-gpu.json"
+    only_gemm.write_text(json.dumps(data))
+    r = run(BENCH / "bench_gemm.py", "--replot", only_gemm)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (tmp_path / "kernels-gemm-other-gpu-roofline.png").exists()
+    assert not (tmp_path / "kernels-gemm-other-gpu-bandwidth.png").exists()
     shutil.rmtree(tmp_path)
