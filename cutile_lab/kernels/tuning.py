@@ -28,13 +28,27 @@ def _stored() -> dict:
 
 def config(family: str, arch: str | None = None, variant: str | None = None) -> dict:
     """The tile configuration for ``family`` on ``arch``: the tuned one if the sweep stored one
-    (``variant`` narrows it, e.g. the row length of a row-wise kernel), else the default."""
+    (``variant`` narrows it, e.g. the row length of a row-wise kernel), else the default. A
+    numeric variant the sweep did not measure (rows of 2000 columns) takes the configuration of
+    the nearest one it did, by ratio (1024 there), rather than the untuned default."""
     cfg = dict(DEFAULTS[family])
-    per_arch = _stored().get(arch or "", {})
-    cfg.update(per_arch.get(family, {}).get("*", {}))
+    tuned = _stored().get(arch or "", {}).get(family, {})
+    cfg.update(tuned.get("*", {}))
     if variant is not None:
-        cfg.update(per_arch.get(family, {}).get(variant, {}))
+        cfg.update(tuned.get(_nearest(variant, tuned), {}))
     return cfg
+
+
+def _nearest(variant: str, tuned: dict) -> str:
+    """``variant`` if tuned, else the tuned numeric variant nearest to it by ratio (the smaller
+    of two equally near), else ``variant`` itself."""
+    if variant in tuned or not variant.isdigit() or int(variant) <= 0:
+        return variant
+    sizes = [int(v) for v in tuned if v.isdigit() and int(v) > 0]
+    if not sizes:
+        return variant
+    n = int(variant)
+    return str(min(sizes, key=lambda m: (max(m, n) / min(m, n), m)))
 
 
 HINTS = ("occupancy", "num_ctas", "num_worker_warps")
