@@ -334,9 +334,8 @@ class _BodyRewriter(ast.NodeTransformer):
                 and isinstance(args[0], ast.Constant) and args[0].value in (0, 1):
             return _located(ast.Name(GROUPED[2 + args[0].value], ast.Load()), node)
         if name == "tile_id":
-            if self.reverse and len(args) == 1 and not kws \
-                    and isinstance(args[0], ast.Constant) and isinstance(args[0].value, int):
-                return self._replace(node, self._bid(args[0].value))
+            if self.reverse and len(args) == 1 and not kws:
+                return self._replace(node, self._bid("AXIS"), AXIS=args[0])
             return _located(ast.Call(_ct("bid"), args, kws), node)
         if name == "num_tiles":
             target = "num_blocks" if len(args) + len(kws) == 1 else "num_tiles"
@@ -380,10 +379,14 @@ def _located(new: ast.AST, old: ast.AST) -> ast.AST:
 class _Substitute(ast.NodeTransformer):
     def __init__(self, subs):
         self.subs = subs
+        self.used: set[str] = set()
 
     def visit_Name(self, node):
         if node.id in self.subs:
             repl = self.subs[node.id]
+            if node.id in self.used:            # a second use gets a tree of its own
+                repl = copy.deepcopy(repl)
+            self.used.add(node.id)
             for n in ast.walk(repl):
                 n._keep_loc = True
             return repl

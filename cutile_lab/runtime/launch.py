@@ -334,11 +334,7 @@ class LaunchOp(DeviceOp):
         op._plain = True
         op._args = args
         op._fast = f
-        entry = op._entry = f.entry         # _adopt, inlined: this is the hot path
-        op.diagnostics = entry.diagnostics
-        op._result = f.result
-        if entry.plan is not None:
-            op.compiled = entry.plan.compiled
+        op._adopt(f)
         return op
 
     def __init__(self, kernel, args, kwargs, grid=None):
@@ -367,14 +363,9 @@ class LaunchOp(DeviceOp):
         self.diagnostics: list[Diagnostic] = []
         if plain and grid is None and not kwargs and not info.consts \
                 and len(args) == len(info.names):
-            # the arguments bind one to one, in order: they are the result; an op of the very
-            # same objects was started before: reuse its _Fast (the checks that can change
-            # still run on every start)
-            args = self._args = tuple(args)
-            f = _recent_fast(info, args)
-            if f is not None:
-                self._fast = f
-                self._adopt(f)
+            # the arguments bind one to one, in order: they are the result (and a later op of
+            # the very same objects is built by ``_again`` from this one's first start)
+            self._args = tuple(args)
 
     # --- starting ------------------------------------------------------------------------------
     def start(self, stream=None):
@@ -1058,6 +1049,8 @@ def launch_op(kernel, args, kwargs) -> LaunchOp:
 
 def launch(kernel, *args, grid=None, **kwargs) -> LaunchOp:
     """``cl.launch(kernel, *args, grid=None)``: the same lazy launch as ``kernel(*args)``."""
+    if grid is None:
+        return launch_op(kernel, args, kwargs)
     return LaunchOp(kernel, args, kwargs, grid)
 
 
