@@ -257,6 +257,11 @@ def _start(op: DeviceOp, stream, *, for_sync: bool) -> "Pending":
         except BaseException:
             ownership.release(flight)
             raise
+        if flight.error is not None:
+            # a launch that cannot run here (CUDA C++: ``foreign``) let the rest of the chain
+            # be checked and enqueued; the chain ends with its error
+            ownership.release(flight)
+            raise flight.error
         return Pending(flight)
     g = _device._context
     if g is None:
