@@ -146,15 +146,19 @@ def compile_cuda(source: str, name: str, arch: str = "sm_90", *, filename: str =
     popts = ProgramOptions(arch=arch, name=unit, **options)
     name_expressions = (name,) if symbol is None and not _is_extern_c(source, name) else ()
     program = Program(source, "c++", popts)
+    failure = log = ptx = None
     try:
-        try:
-            obj = program.compile("cubin", name_expressions=name_expressions)
-        except Exception as e:
-            raise _located_error(str(e), name, unit, filename, line_offset) from None
+        obj = program.compile("cubin", name_expressions=name_expressions)
         log = _program_log(program)
         ptx = _program_ptx(program)
-    finally:
-        program.close()
+    except Exception as e:
+        failure = str(e)
+    # closed here, not by a traceback that keeps the program alive until interpreter exit
+    # (cuda.core's finalizer then fails on a half torn-down module)
+    program.close()
+    del program
+    if failure is not None:
+        raise _located_error(failure, name, unit, filename, line_offset)
     compile_s = time.perf_counter() - t
     if symbol is None:
         symbol = name
