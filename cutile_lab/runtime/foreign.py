@@ -433,18 +433,41 @@ class TorchOp(DeviceOp):
         except ImportError:
             raise LaunchError("cl.torch_op needs PyTorch", span=self.where,
                               help="install torch") from None
-        targs = []
-        for v in values:
-            if type(v) is Tensor:
-                st = v.storage
-                if getattr(st, "ready", None) is not None:
-                    ownership.wait_ready(st, ctx.stream)
-                targs.append(torch.from_dlpack(v))
-            else:
-                targs.append(v)
-        ext = torch.cuda.ExternalStream(int(ctx.stream.handle))
+        from cutile_lab.runtime.memory import stream_handle
+        ext = torch.cuda.ExternalStream(stream_handle(ctx.stream))
         with torch.cuda.stream(ext):
+            targs = []
+            for v in values:
+                if type(v) is Tensor:
+                    st = v.storage
+                    if getattr(st, "ready", None) is not None:
+                        ownership.wait_ready(st, ctx.stream)
+                    targs.append(torch.from_dlpack(_Handover(v)))
+                else:
+                    targs.append(v)
             return self.fn(*targs)
+
+
+class _Handover:
+    """A tensor handed to work of the same chain: exported without the host-access check (the
+    chain's earlier work on it is ordered before, on the same stream; other chains' work was
+    checked by the op)."""
+
+    def __init__(self, t: Tensor):
+        self.t = t
+
+    def __dlpack_device__(self):
+        return self.t.__dlpack_device__()
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        from cutile_lab.runtime.dlpack import export_capsule
+        from cutile_lab.runtime.dtypes import to_dlpack
+        t = self.t
+        kind, dev = t.__dlpack_device__()
+        versioned = max_version is not None and tuple(max_version)[0] >= 1
+        return export_capsule(data_ptr=t.ptr, shape=t.shape, strides=t.strides,
+                              dl_dtype=to_dlpack(t.dtype), device_type=kind, device_id=dev,
+                              owner=t, versioned=versioned)
 
 
 def _host_arg(v):
