@@ -561,8 +561,9 @@ class _Reporter:
         return hit[0] if hit is not None and len(self.arg_spans()) > 1 else self.call_site
 
     def diag(self, code, message, labels=(), help=None, notes=()) -> Diagnostic:
-        return Diagnostic(code, CODES[code].severity, message, self.primary, tuple(labels),
-                          help, tuple(notes))
+        # the same tensor passed twice gets one "comes from here", not two
+        return Diagnostic(code, CODES[code].severity, message, self.primary,
+                          tuple(dict.fromkeys(labels)), help, tuple(notes))
 
     def report(self, problems) -> list[Diagnostic]:
         from cutile_lab.checking import sort_diagnostics
