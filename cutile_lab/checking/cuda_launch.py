@@ -131,8 +131,8 @@ class _CudaReporter(_Reporter):
 
     def _strided(self, p, a: ArgDesc):
         return self.diag(
-            "TL110", f"`{p.name}` is a pointer to contiguous elements, but the argument is a strided view (strides "
-                     f"{tuple(a.strides)} for shape {tuple(a.shape)})",
+            "TL110", f"`{p.name}` is a pointer to contiguous elements, but the argument is a "
+                     f"strided view (strides {tuple(a.strides)} for shape {tuple(a.shape)})",
             self.arg_label(a, "not contiguous", True) +
             [Label(p.span, f"`{p.name}` is declared here")],
             help="pass a contiguous tensor (copy the view first), or pass the strides to the "

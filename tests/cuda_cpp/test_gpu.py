@@ -162,6 +162,16 @@ def test_pytorch_work_in_a_chain_on_its_stream(rng, cache_dir):
         cl.graph(cl.torch_op(halve, t["sq"]))
 
 
+def test_a_partition_gives_the_grid_one_block_per_tile(rng, cache_dir):
+    k_scale = cl.cuda_kernel(SCALE, "scale")
+    n = 10_000                                   # 40 tiles of 256, the last one ragged
+    a = rng.standard_normal(n).astype(np.float32)
+    x = cl.from_numpy(a).sync()
+    x_, yp, alpha, n_ = k_scale(x, cl.zeros(n).sync().partition(256), -3.0, n, block=256).sync()
+    assert x_ is x and yp.grid == (40,)
+    np.testing.assert_allclose(yp.unpartition().to_numpy(), -3.0 * a, rtol=1e-6)
+
+
 def test_softmax_and_the_timer_take_a_cuda_launch(rng, cache_dir):
     from cutile_lab.notebook.timing import time_launch, work_of
     k = cl.cuda_kernel(SOFTMAX, "softmax_rows")

@@ -111,6 +111,15 @@ def test_grid_and_block(k_scale, rng):
     # a partition of the written pointer's tensor gives the grid: one block per tile
     op = k_scale(x, y.partition(32), 2.0, 100, block=32)
     assert op._grid_of({"y": op.bound["y"]}) == (4, 1, 1)
+    # such a launch is checked and moves nothing back and forth: it needs a GPU, its partition
+    # of the output is NaN here
+    p = op.bound["y"]
+    with pytest.raises(NoDeviceError):
+        op.sync()
+    assert np.isnan(p.tensor.numpy()).all()
+    with pytest.raises(OwnershipError) as e:                        # y was moved into p
+        k_scale(x, y, 2.0, 100, grid=1, block=128).sync()
+    assert _codes(e) == ["TL102"]
 
 
 def test_a_moved_tensor_is_TL102(k_scale, rng):
