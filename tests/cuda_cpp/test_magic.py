@@ -1,6 +1,9 @@
 """``%%cuda``: a cell of CUDA C++ compiled with NVRTC, reported like a tile kernel (ownership
 from the signature, what is unchecked, PTX, resources, timings), NVRTC errors at the cell's
 line; its launch under ``%tile_time`` without a GPU explains that it needs one."""
+import numpy as np
+import pytest
+
 from tests.notebook.conftest import _ipython, shell  # noqa: F401
 from tests.cuda_cpp.kernels import SCALE
 
@@ -59,3 +62,24 @@ def test_tile_time_of_a_cuda_launch_without_a_gpu_says_it_needs_one(shell):
         assert not cell.ok and "TL100" in cell.text
     finally:
         shell.run("cl.set_backend(None)")
+
+
+@pytest.mark.gpu
+def test_tile_time_and_the_roofline_take_a_cuda_launch_on_a_gpu(shell, gpu):
+    from cutile_lab.performance import MEASUREMENTS
+    MEASUREMENTS.clear()
+    assert shell.run(CELL).ok
+    setup = shell.run("n = 1 << 22\nx = cl.randn(n).sync()\ny = cl.zeros(n).sync()\n"
+                      "t = cl.zeros(n).sync()")
+    assert setup.ok, setup.text
+    cell = shell.run("%tile_time -n 10 --flops 4194304 scale(x, y, 2.0, n, grid=n // 256, "
+                     "block=256)")
+    assert cell.ok, cell.text
+    [m] = list(MEASUREMENTS)
+    assert m.name == "scale" and m.bytes == 8 * (1 << 22) and m.seconds > 0
+    assert "bytes from the signature" in cell.text
+    np.testing.assert_allclose(shell.ns["y"].to_numpy(), 2 * shell.ns["x"].to_numpy(),
+                               rtol=1e-6)
+    cell = shell.run("%tile_roofline")
+    assert cell.ok, cell.text
+    MEASUREMENTS.clear()
