@@ -123,19 +123,6 @@ def _register(source: str, filename: str | None, line_offset: int) -> str:
     return filename
 
 
-def cuda_kernels(source: str, *, filename: str | None = None, line_offset: int = 0,
-                 arch: str | None = None, options: dict | None = None) -> list[CudaKernel]:
-    """Every ``__global__`` function of ``source``, each compiled for ``arch``."""
-    from cutile_lab.language.cuda_signature import parse_cuda_kernels
-    filename = _register(source, filename, line_offset)
-    sigs = parse_cuda_kernels(source, filename, line_offset)
-    kernels = [CudaKernel(source, s, filename=filename, line_offset=line_offset,
-                          options=options) for s in sigs]
-    for k in kernels:
-        k.compile(arch)
-    return kernels
-
-
 def cuda_kernel(source: str, name: str | None = None, *, arch: str | None = None,
                 options: dict | None = None, filename: str | None = None,
                 line_offset: int = 0) -> CudaKernel:
@@ -143,7 +130,8 @@ def cuda_kernel(source: str, name: str | None = None, *, arch: str | None = None
     ``source``, compiled with NVRTC for ``arch`` (default: the GPU present, else sm_90; no GPU
     is needed). ``options``: NVRTC options (``use_fast_math=True``, ``std="c++17"``, ...)."""
     from cutile_lab.language.cuda_signature import parse_cuda_kernels
-    sigs = parse_cuda_kernels(source, filename or "<cuda>", line_offset)
+    filename = _register(source, filename, line_offset)
+    sigs = parse_cuda_kernels(source, filename, line_offset)
     names = [s.name for s in sigs]
     if not names:
         raise LanguageError("no `__global__` function in this CUDA C++ source",
@@ -158,8 +146,7 @@ def cuda_kernel(source: str, name: str | None = None, *, arch: str | None = None
     if name not in names:
         raise LanguageError(f"no `__global__` function named {name!r} in this source",
                             help=f"kernels found: {', '.join(names)}")
-    filename = _register(source, filename, line_offset)
-    sig = next(s for s in parse_cuda_kernels(source, filename, line_offset) if s.name == name)
+    sig = next(s for s in sigs if s.name == name)
     k = CudaKernel(source, sig, filename=filename, line_offset=line_offset, options=options)
     k.compile(arch)
     return k
@@ -491,4 +478,4 @@ def torch_op(fn, *args, writes: Sequence[int] | None = None) -> TorchOp:
     return TorchOp(fn, args, writes)
 
 
-__all__ = ["CudaKernel", "CudaLaunchOp", "cuda_kernel", "cuda_kernels", "TorchOp", "torch_op"]
+__all__ = ["CudaKernel", "CudaLaunchOp", "cuda_kernel", "TorchOp", "torch_op"]

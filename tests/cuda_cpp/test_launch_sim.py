@@ -195,3 +195,19 @@ def test_torch_work_as_an_op_on_the_simulator(sim, cache_dir, rng):
         cl.torch_op(double, x, z).sync()
     assert _codes(e) == ["TL102"]
     del p
+
+
+def test_cuda_kernel_names_and_errors(sim, cache_dir):
+    two = SCALE + 'extern "C" __global__ void other(float* y) { y[0] = 1.0f; }\n'
+    with pytest.raises(cl.LanguageError, match="several kernels"):
+        cl.cuda_kernel(two)
+    assert cl.cuda_kernel(two, "other").signature.describe() == "y: written f32*"
+    with pytest.raises(cl.LanguageError, match="no `__global__` function named 'nope'"):
+        cl.cuda_kernel(two, "nope")
+    with pytest.raises(cl.CompileError) as e:
+        cl.cuda_kernel(SCALE.replace("a * x[i]", "a * q[i]"), "scale")
+    # the error is at the source's own line, which its rendering quotes
+    from cutile_lab.notebook.diagnostics import error_to_diagnostic
+    rendered = str(cl.KernelDiagnosticsError([error_to_diagnostic(e.value)]))
+    assert e.value.span.filename.startswith("<cuda-") and e.value.span.line == 4
+    assert "4 |     if (i < n) y[i] = a * q[i];" in rendered
