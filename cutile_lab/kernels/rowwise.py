@@ -58,3 +58,142 @@ def rmsnorm_{dt}(out: Mut[Tensor[{dt}, "BR, BN"]], x: Tensor[{dt}, "?, ?"],
     tw = reshape(load_tile(w, (0,), (BN,)).astype(f32), (1, BN))
     out.store((t * rstd * tw).astype({dt}))
 ''')
+
+
+# --- rows longer than one tile ------------------------------------------------------------------
+# A row that does not fit one tile (``fits_one_tile``) is done in two launches. The statistics
+# kernel gives each instance ``BR`` rows and a group of consecutive column chunks of ``BN``
+# and walks them with a running statistic: an online softmax (running maximum, and the sum of
+# exponentials rescaled whenever the maximum grows), or a norm's count, mean and centred sum of
+# squares merged chunk by chunk (Chan et al.'s parallel update, no E[x²] - E[x]² cancellation).
+# Its output is one partial per (row, group): ``G`` groups per row spread a few long rows over
+# the whole GPU. The apply kernel gives each instance one (BR, BN) chunk of the output: it merges
+# its rows' ``G`` partials (a (BR, G) tile, G a power of two, the padding neutral) and writes the
+# chunk. The input is read twice and the output written once, every launch at full width, and
+# each kernel's tile is a chunk whatever the row length, so compile time does not grow with it.
+
+MAX_ROW_TILE_BYTES = 1 << 16      # the whole-row kernels up to 32768 f16 (16384 f32) columns
+LONG_ROWS = {"BR": 1, "BN_STATS": 4096, "BN_APPLY": 4096, "MAX_GROUPS": 64}
+
+
+def fits_one_tile(cols: int, itemsize: int) -> bool:
+    """Whether a row of ``cols`` columns is one (power-of-two wide) tile of the whole-row
+    kernels; longer rows take the chunked kernels."""
+    return (1 << max(0, (cols - 1).bit_length())) * itemsize <= MAX_ROW_TILE_BYTES
+
+
+def long_row_groups(rows: int, cols: int, BR: int, BN: int, target_instances: int) -> int:
+    """How many groups ``G`` of consecutive chunks each row's ``ceil(cols / BN)`` chunks split
+    into (group ``g`` takes chunks ``g·nch//G`` up to ``(g+1)·nch//G``: none is empty), so that
+    about ``target_instances`` instances run."""
+    chunks = -(-cols // BN)
+    row_blocks = max(1, -(-rows // BR))
+    return max(1, min(chunks, LONG_ROWS["MAX_GROUPS"], -(-target_instances // row_blocks)))
+
+
+def long_substitutions(family: str, dt: str, cols: int, BN: int, hints: str = "") -> dict:
+    subs = {"dt": dt, "hints": hints}
+    if family == "layernorm":
+        subs["centered"] = "t - mj" if cols % BN == 0 else \
+            "where(reshape(arange(BN, dtype=i32) + j * BN < n, (1, BN)), t - mj, 0.0)"
+    return subs
+
+
+SOFTMAX_STATS = template('''
+@kernel(opt_level=3{hints})
+def softmax_stats_{dt}(m: Mut[Tensor[f32, "BR, 1"]], s: Mut[Tensor[f32, "BR, 1"]],
+                       x: Tensor[{dt}, "?, ?"], nch: i32, groups: i32, BN: Const[int] = 4096):
+    r = tile_id(0)
+    g = tile_id(1)
+    mx = full((BR, 1), -1.0e30, dtype=f32)
+    sm = full((BR, 1), 0.0, dtype=f32)
+    for j in range(g * nch // groups, (g + 1) * nch // groups):
+        t = load_tile(x, (r, j), (BR, BN), padding="neg_inf")
+        m_new = maximum(mx, max(t, axis=1, keepdims=True).astype(f32))
+        e = exp2((t.astype(f32) - m_new) * 1.4426950408889634, flush_to_zero=True)
+        sm = sm * exp2((mx - m_new) * 1.4426950408889634) + sum(e, axis=1, keepdims=True)
+        mx = m_new
+    m.store(mx)
+    s.store(sm)
+''')
+
+SOFTMAX_APPLY = template('''
+@kernel(opt_level=3{hints})
+def softmax_apply_{dt}(out: Mut[Tensor[{dt}, "BR, BN"]], x: Tensor[{dt}, "?, ?"],
+                       m: Tensor[f32, "?, ?"], s: Tensor[f32, "?, ?"], G: Const[int] = 1):
+    pm = load_tile(m, (tile_id(0), 0), (BR, G), padding="neg_inf")
+    ps = load_tile(s, (tile_id(0), 0), (BR, G))
+    mx = max(pm, axis=1, keepdims=True)
+    inv = 1.0 / sum(ps * exp2((pm - mx) * 1.4426950408889634), axis=1, keepdims=True)
+    t = load_tile_like(x, out).astype(f32)
+    out.store((exp2((t - mx) * 1.4426950408889634, flush_to_zero=True) * inv).astype({dt}))
+''')
+
+LAYERNORM_STATS = template('''
+@kernel(opt_level=3{hints})
+def layernorm_stats_{dt}(mean: Mut[Tensor[f32, "BR, 1"]], m2: Mut[Tensor[f32, "BR, 1"]],
+                         cnt: Mut[Tensor[f32, "BR, 1"]], x: Tensor[{dt}, "?, ?"], n: i32,
+                         nch: i32, groups: i32, BN: Const[int] = 4096):
+    r = tile_id(0)
+    g = tile_id(1)
+    mu = full((BR, 1), 0.0, dtype=f32)
+    q = full((BR, 1), 0.0, dtype=f32)
+    c = full((BR, 1), 0.0, dtype=f32)
+    for j in range(g * nch // groups, (g + 1) * nch // groups):
+        t = load_tile(x, (r, j), (BR, BN)).astype(f32)
+        cj = minimum(maximum(full((1, 1), 0.0, dtype=f32) + (n - j * BN), 0.0), BN * 1.0)
+        mj = sum(t, axis=1, keepdims=True) / maximum(cj, 1.0)
+        d = {centered}
+        tot = c + cj
+        delta = mj - mu
+        frac = cj / maximum(tot, 1.0)
+        mu = mu + delta * frac
+        q = q + sum(d * d, axis=1, keepdims=True) + delta * delta * c * frac
+        c = tot
+    mean.store(mu)
+    m2.store(q)
+    cnt.store(c)
+''')
+
+LAYERNORM_APPLY = template('''
+@kernel(opt_level=3{hints})
+def layernorm_apply_{dt}(out: Mut[Tensor[{dt}, "BR, BN"]], x: Tensor[{dt}, "?, ?"],
+                         w: Tensor[{dt}, "?"], b: Tensor[{dt}, "?"], mean: Tensor[f32, "?, ?"],
+                         m2: Tensor[f32, "?, ?"], cnt: Tensor[f32, "?, ?"], n: i32, eps: f32,
+                         G: Const[int] = 1):
+    pc = load_tile(cnt, (tile_id(0), 0), (BR, G))
+    pmu = load_tile(mean, (tile_id(0), 0), (BR, G))
+    pq = load_tile(m2, (tile_id(0), 0), (BR, G))
+    mu = sum(pc * pmu, axis=1, keepdims=True) / n
+    dm = pmu - mu
+    rstd = rsqrt(sum(pq + pc * dm * dm, axis=1, keepdims=True) / n + eps)
+    t = load_tile_like(x, out).astype(f32)
+    tw = reshape(load_tile(w, (tile_id(1),), (BN,)).astype(f32), (1, BN))
+    tb = reshape(load_tile(b, (tile_id(1),), (BN,)).astype(f32), (1, BN))
+    out.store(((t - mu) * rstd * tw + tb).astype({dt}))
+''')
+
+RMSNORM_STATS = template('''
+@kernel(opt_level=3{hints})
+def rmsnorm_stats_{dt}(ss: Mut[Tensor[f32, "BR, 1"]], x: Tensor[{dt}, "?, ?"],
+                       nch: i32, groups: i32, BN: Const[int] = 4096):
+    r = tile_id(0)
+    g = tile_id(1)
+    acc = full((BR, 1), 0.0, dtype=f32)
+    for j in range(g * nch // groups, (g + 1) * nch // groups):
+        t = load_tile(x, (r, j), (BR, BN)).astype(f32)
+        acc = acc + sum(t * t, axis=1, keepdims=True)
+    ss.store(acc)
+''')
+
+RMSNORM_APPLY = template('''
+@kernel(opt_level=3{hints})
+def rmsnorm_apply_{dt}(out: Mut[Tensor[{dt}, "BR, BN"]], x: Tensor[{dt}, "?, ?"],
+                       w: Tensor[{dt}, "?"], ss: Tensor[f32, "?, ?"], n: i32, eps: f32,
+                       G: Const[int] = 1):
+    total = sum(load_tile(ss, (tile_id(0), 0), (BR, G)), axis=1, keepdims=True)
+    rstd = rsqrt(total / n + eps)
+    t = load_tile_like(x, out).astype(f32)
+    tw = reshape(load_tile(w, (tile_id(1),), (BN,)).astype(f32), (1, BN))
+    out.store((t * rstd * tw).astype({dt}))
+''')
