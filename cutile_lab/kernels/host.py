@@ -138,7 +138,7 @@ def _binary(name: str, x, y, B: int | None):
                                             op=_elementwise.OPERATORS[name])
         flat = (z.size,)
         return kernel(z.reshape(flat).partition(B or cfg["B"]), x.reshape(flat),
-                      y.reshape(flat)).then(lambda _: z)
+                      y.reshape(flat)).then(_unpartition_first).then(lambda _: z)
     return _broadcast_launch(name, z, x, y, B)
 
 
@@ -173,7 +173,7 @@ def _broadcast_launch(name: str, z, x, y, B: int | None):
 
     def piece(t, c, idx):
         shape, strides = c
-        offset = t.offset + sum(i * s for i, s in zip(idx, strides[:outer]))
+        offset = t.offset + sum(i * s for i, s, n in zip(idx, strides, shape[:outer]) if n != 1)
         sh = [1] * pad + shape[outer:]
         st = [0] * pad + strides[outer:]
         st = [s if n != 1 else 1 for n, s in zip(sh, st)]
@@ -194,7 +194,8 @@ def _broadcast_launch(name: str, z, x, y, B: int | None):
     ops = []
     for idx in _outer_index(zc[0][:outer]):
         zp, xp, yp = piece(z, zc, idx), piece(x, xc, idx), piece(y, yc, idx)
-        ops.append(lambda zp=zp, xp=xp, yp=yp: kernel(zp.partition(tuple(tile)), xp, yp))
+        ops.append(lambda zp=zp, xp=xp, yp=yp: kernel(zp.partition(tuple(tile)), xp, yp)
+                   .then(_unpartition_first))
     return _chain(ops, z)
 
 
@@ -232,7 +233,8 @@ def saxpy(alpha: float, x, y, *, B: int | None = None):
     cfg = config("saxpy", _arch())
     kernel = _elementwise.SAXPY.kernel(dt=x.dtype.name, hints=hints_text(cfg))
     flat = (z.size,)
-    return kernel(z.reshape(flat).partition(B or cfg["B"]), x, y, alpha).then(lambda _: z)
+    return kernel(z.reshape(flat).partition(B or cfg["B"]), x, y, alpha) \
+        .then(_unpartition_first).then(lambda _: z)
 
 
 def _contiguous_flat(t):
@@ -303,7 +305,8 @@ def _whole_rows(family: str, out, x, extra, BR):
                 "rmsnorm": _rowwise.RMSNORM}[family]
     kernel = template.kernel(**_rowwise.substitutions(family, x.dtype.name, cols,
                                                       hints_text(cfg)))
-    return kernel(out.partition((BR or cfg["BR"], _pow2(cols))), x, *extra)
+    return kernel(out.partition((BR or cfg["BR"], _pow2(cols))), x, *extra) \
+        .then(_unpartition_first)
 
 
 def _long_rows(family: str, out, x, extra, BR):
@@ -331,7 +334,7 @@ def _long_rows(family: str, out, x, extra, BR):
     def apply(handed_back):
         parts = [p.unpartition() for p in handed_back[:n_stats]]
         args = (x, *weights, *parts, *tail) if family != "softmax" else (x, *parts)
-        return apply_k(out.partition((BR, BNa)), *args, G=_pow2(G))
+        return apply_k(out.partition((BR, BNa)), *args, G=_pow2(G)).then(_unpartition_first)
     return first.then(apply)
 
 
@@ -440,8 +443,10 @@ def gemm(a, b, *, BM: int | None = None, BN: int | None = None, BK: int | None =
             return _gemm2d(c.reshape((batch * M, N)), a2, b2, BM, BN, BK, schedule) \
                 .then(lambda _: result)
     if c.ndim == 2:
-        return _gemm2d(c, a2, b2, BM, BN, BK, schedule).then(lambda _: result)
-    return _gemm_batched(c, a2, b2, BM, BN, BK).then(lambda _: result)
+        return _gemm2d(_view(c, c.shape, c.strides), a2, b2, BM, BN, BK, schedule) \
+            .then(lambda _: result)
+    return _gemm_batched(_view(c, c.shape, c.strides), a2, b2, BM, BN, BK) \
+        .then(lambda _: result)
 
 
 def _gemm2d(c, a, b, BM, BN, BK, schedule):
@@ -450,7 +455,7 @@ def _gemm2d(c, a, b, BM, BN, BK, schedule):
         cfg["schedule"] = schedule
     BM, BN, BK = BM or cfg["BM"], BN or cfg["BN"], BK or cfg["BK"]
     kernel = _gemm.GEMM.kernel(dt=a.dtype.name, hints=hints_text(cfg))
-    return kernel(c.partition((BM, BN)), a, b, BK=BK)
+    return kernel(c.partition((BM, BN)), a, b, BK=BK).then(_unpartition_first)
 
 
 def _gemm_batched(c, a, b, BM, BN, BK):
@@ -466,7 +471,7 @@ def _gemm_batched(c, a, b, BM, BN, BK):
     kernel = _gemm.BATCHED_GEMM.kernel(dt=a.dtype.name,
                                        ab="tile_id(0)" if a3.shape[0] > 1 else "0",
                                        bb="tile_id(0)" if b3.shape[0] > 1 else "0")
-    return kernel(c.partition((1, BM, BN)), a3, b3, BK=BK)
+    return kernel(c.partition((1, BM, BN)), a3, b3, BK=BK).then(_unpartition_first)
 
 
 # --- attention ----------------------------------------------------------------------------------
@@ -563,10 +568,9 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask
             n, s = _merge(t.shape[:2], t.strides[:2])
             return t._view((t.shape[0] * t.shape[1], *t.shape[2:]),
                            (s[0] if s else 1, *t.strides[2:]), t.offset)
-        pieces = [(out, flat(q), flat(k), flat(v), None)]
+        pieces = [(_view(out, out.shape, out.strides), flat(q), flat(k), flat(v), None)]
     else:
-        pieces = [(out._view((H, Sq, D), (Sq * D, D, 1), out.offset + b * H * Sq * D)
-                   if four else out,
+        pieces = [(out._view((H, Sq, D), (Sq * D, D, 1), out.offset + b * H * Sq * D),
                    heads3(q, b), heads3(k, b), heads3(v, b), b) for b in range(B)]
     extra_args: tuple = ()
     if mask is not None:
@@ -607,7 +611,8 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask
     def launch(o, qv, kv, vv, b):
         more = (extra_args[0](b), extra_args[1]) if extra_args else ()
         return kernel(o.partition((1, BQ, DP)), qv, kv, vv, scale * math.log2(math.e), *more,
-                      BKV=BKV, CAUSAL=int(bool(causal)), REP=rep, HEADS=H)
+                      BKV=BKV, CAUSAL=int(bool(causal)), REP=rep, HEADS=H) \
+            .then(_unpartition_first)
     if len(pieces) == 1:
         return launch(*pieces[0]).then(lambda _: result)
     return _chain([lambda p=p: launch(*p) for p in pieces], result)

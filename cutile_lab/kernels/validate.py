@@ -62,7 +62,7 @@ def _call_spans(arg: Arg | None) -> tuple[Span | None, Span | None]:
     if not isinstance(node, ast.Call):
         return call, None
     name, index = arg
-    target = next((k.value for k in node.keywords if k.arg == name), None)
+    target = next((k for k in node.keywords if k.arg == name), None)
     if target is None and index is not None and index < len(node.args) and \
             not any(isinstance(a, ast.Starred) for a in node.args[:index + 1]):
         target = node.args[index]
