@@ -34,8 +34,9 @@ def _user_frame():
 
 
 def _call_spans(arg: Arg | None) -> tuple[Span | None, Span | None]:
-    """The span of the user's call expression and of the argument ``arg`` inside it (``None``
-    where the source cannot be read, e.g. the call came through ``functools.partial``)."""
+    """The span of the function named in the user's call (the whole line where the source
+    cannot be parsed) and of the argument ``arg`` inside the call (``None`` where it cannot be
+    found, e.g. the call came through ``functools.partial`` or ``*args``)."""
     f = _user_frame()
     if f is None:
         return None, None
@@ -61,18 +62,20 @@ def _call_spans(arg: Arg | None) -> tuple[Span | None, Span | None]:
         return call, None
     if not isinstance(node, ast.Call):
         return call, None
+
+    def span(n):
+        line = pos.lineno + n.lineno - 1
+        col = n.col_offset + (pos.col_offset if n.lineno == 1 else 0)
+        end_line = pos.lineno + (n.end_lineno or n.lineno) - 1
+        end_col = (n.end_col_offset or 0) + (pos.col_offset if n.end_lineno == 1 else 0)
+        return Span(filename, line, col, end_line, end_col)
+    call = span(node.func)             # the function's name: the arguments get the labels
     name, index = arg
     target = next((k for k in node.keywords if k.arg == name), None)
     if target is None and index is not None and index < len(node.args) and \
             not any(isinstance(a, ast.Starred) for a in node.args[:index + 1]):
         target = node.args[index]
-    if target is None:
-        return call, None
-    line = pos.lineno + target.lineno - 1
-    col = target.col_offset + (pos.col_offset if target.lineno == 1 else 0)
-    end_line = pos.lineno + (target.end_lineno or target.lineno) - 1
-    end_col = (target.end_col_offset or 0) + (pos.col_offset if target.end_lineno == 1 else 0)
-    return call, Span(filename, line, col, end_line, end_col)
+    return call, (span(target) if target is not None else None)
 
 
 def refuse(code: str, message: str, *, arg: Arg | None = None, label: str = "",
