@@ -315,7 +315,7 @@ def _long_rows(family: str, out, x, extra, BR):
     rows, cols = x.shape
     cfg = _rowwise.LONG_ROWS
     BR = BR or cfg["BR"]
-    BNs, BNa = cfg["BN_STATS"], cfg["BN_APPLY"]
+    BNs, BNa = cfg["stats"]["BN"], cfg["apply"]["BN"]
     G = _rowwise.long_row_groups(rows, cols, BR, BNs, 4 * _sm_count())
     nch = -(-cols // BNs)
     dt = x.dtype.name
@@ -326,8 +326,10 @@ def _long_rows(family: str, out, x, extra, BR):
     n_stats = {"softmax": 2, "layernorm": 3, "rmsnorm": 1}[family]
     stats = [empty((rows, G), "f32") for _ in range(n_stats)]
     scalars = (cols,) if family == "layernorm" else ()
-    stats_k = stats_t.kernel(**_rowwise.long_substitutions(family, dt, cols, BNs))
-    apply_k = apply_t.kernel(**_rowwise.long_substitutions(family, dt, cols, BNa))
+    stats_k = stats_t.kernel(**_rowwise.long_substitutions(family, dt, cols, BNs,
+                                                           hints_text(cfg["stats"])))
+    apply_k = apply_t.kernel(**_rowwise.long_substitutions(family, dt, cols, BNa,
+                                                           hints_text(cfg["apply"])))
     first = stats_k(*[s.partition((BR, 1)) for s in stats], x, *scalars, nch, G, BN=BNs)
     weights, tail = extra[:-2], extra[-2:]           # (w, b | w), then (n, eps)
 

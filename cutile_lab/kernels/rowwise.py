@@ -73,7 +73,10 @@ def rmsnorm_{dt}(out: Mut[Tensor[{dt}, "BR, BN"]], x: Tensor[{dt}, "?, ?"],
 # each kernel's tile is a chunk whatever the row length, so compile time does not grow with it.
 
 MAX_ROW_TILE_BYTES = 1 << 16      # the whole-row kernels up to 32768 f16 (16384 f32) columns
-LONG_ROWS = {"BR": 1, "BN_STATS": 4096, "BN_APPLY": 4096, "MAX_GROUPS": 64}
+# tiles and hints of the two launches (``tuning.hints_text`` reads the hints): 4096 columns of a
+# row per chunk; the apply kernel at occupancy 4 (64 registers, four 8 KiB loads in flight per
+# SM, where the compiler's default of 255 registers leaves room for one)
+LONG_ROWS = {"BR": 1, "MAX_GROUPS": 64, "stats": {"BN": 4096}, "apply": {"BN": 4096, "occupancy": 4}}
 
 
 def fits_one_tile(cols: int, itemsize: int) -> bool:

@@ -165,8 +165,8 @@ def test_long_rows_take_the_chunked_kernels(family, monkeypatch):
     are done by the statistics and apply launches, ragged last chunk and several groups per row
     included, and match the reference."""
     monkeypatch.setattr(rowwise, "MAX_ROW_TILE_BYTES", 256)
-    monkeypatch.setitem(rowwise.LONG_ROWS, "BN_STATS", 64)
-    monkeypatch.setitem(rowwise.LONG_ROWS, "BN_APPLY", 128)
+    monkeypatch.setitem(rowwise.LONG_ROWS, "stats", {"BN": 64})
+    monkeypatch.setitem(rowwise.LONG_ROWS, "apply", {"BN": 128})
     rows, cols = 3, 1000
     assert not rowwise.fits_one_tile(cols, 2)
     x = (RNG.standard_normal((rows, cols)) * 2 + 3).astype(np.float16)
@@ -198,7 +198,7 @@ def test_the_library_never_chooses_a_whole_row_tile_past_the_limit():
     for cols, itemsize in [(100_000, 2), (1_000_000, 2), (32_768, 2), (32_769, 2), (16_385, 4)]:
         fits = rowwise.fits_one_tile(cols, itemsize)
         assert fits == ((1 << (cols - 1).bit_length()) * itemsize <= 65536)
-    assert rowwise.LONG_ROWS["BN_STATS"] * 4 <= 65536 and rowwise.LONG_ROWS["BN_APPLY"] * 4 <= 65536
+    assert all(rowwise.LONG_ROWS[k]["BN"] * 4 <= 65536 for k in ("stats", "apply"))
 
 
 # --- gemm, add/mul, attention shape families ---------------------------------------------------
