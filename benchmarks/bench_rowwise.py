@@ -43,7 +43,6 @@ def long_rows(argv) -> int:
     import cutile_lab.kernels as K
     from benchmarks.common import event_times, median, torch_event_times, use_gpu, versions
     from cutile_lab.kernels import rowwise
-    from cutile_lab.kernels.tuning import hints_text
 
     ap = argparse.ArgumentParser(description="long rows against PyTorch")
     ap.add_argument("--long-rows", action="store_true")
@@ -77,14 +76,15 @@ def long_rows(argv) -> int:
         b = torch.randn(cols, device="cuda", dtype=torch.float16)
         cx, cw, cb = cl.asarray(x), cl.asarray(w), cl.asarray(b)
         families = {
-            "softmax": (lambda: torch.softmax(x, -1), lambda: K.softmax(cx), (), 1),
+            "softmax": (lambda: torch.softmax(x, -1), lambda: K.softmax(cx), ()),
             "layernorm": (lambda: F.layer_norm(x, (cols,), w, b, 1e-5),
-                          lambda: K.layernorm(cx, cw, cb, 1e-5), (cw, cb, cols, 1e-5), 3),
+                          lambda: K.layernorm(cx, cw, cb, 1e-5), (cw, cb, cols, 1e-5)),
             "rmsnorm": (lambda: F.rms_norm(x, (cols,), w, 1e-6), lambda: K.rmsnorm(cx, cw, 1e-6),
-                        (cw, cols, 1e-6), 2),
+                        (cw, cols, 1e-6)),
         }
-        for family, (theirs, user, extra, n_stats) in families.items():
-            nbytes = 2 * rows * cols * 2 + (len(extra) - 2) * cols * 2 * (family != "softmax")
+        for family, (theirs, user, extra) in families.items():
+            n_weights = max(0, len(extra) - 2)            # w (and b): read once too
+            nbytes = (2 * rows + n_weights) * cols * 2
             ref = theirs().double()
             t_torch = median(torch_event_times(theirs, warmup=3, repeats=20))
             got = torch.from_dlpack(user().sync()).double()
@@ -102,8 +102,8 @@ def long_rows(argv) -> int:
                   f"vs torch {u_torch * 1e3:.3f} ms ({u_torch / u_ours:.2f}x)")
             for cfg in configs:
                 try:
-                    t, e2 = _two_launches(cl, torch, rowwise, hints_text, family, cx, extra,
-                                          n_stats, cfg, s, ref, event_times, median)
+                    t, e2 = _two_launches(cl, torch, rowwise, family, cx, extra, cfg, s, ref,
+                                          event_times, median)
                 except Exception as e:                                  # noqa: BLE001
                     errors.append(f"{family} {cols} {cfg}: {type(e).__name__}: {e}")
                     print("  ", errors[-1])
@@ -133,31 +133,22 @@ def long_rows(argv) -> int:
     return 1 if errors else 0
 
 
-def _two_launches(cl, torch, rowwise, hints_text, family, cx, extra, n_stats, cfg, s, ref,
-                  event_times, median):
+def _two_launches(cl, torch, rowwise, family, cx, extra, cfg, s, ref, event_times, median):
     """The statistics and apply launches alone, writing preallocated tensors in place (mutable
     borrows), one chain per run on our stream: (median seconds, relative error)."""
     rows, cols = cx.shape
-    BNs, BNa = cfg["stats"]["BN"], cfg["apply"]["BN"]
-    G = rowwise.long_row_groups(rows, cols, 1, BNs, 4 * cl.device_info().sm_count)
-    nch = -(-cols // BNs)
-    T = {"softmax": (rowwise.SOFTMAX_STATS, rowwise.SOFTMAX_APPLY),
-         "layernorm": (rowwise.LAYERNORM_STATS, rowwise.LAYERNORM_APPLY),
-         "rmsnorm": (rowwise.RMSNORM_STATS, rowwise.RMSNORM_APPLY)}[family]
-    sk = T[0].kernel(**rowwise.long_substitutions(family, "f16", cols, BNs,
-                                                  hints_text(cfg["stats"])))
-    ak = T[1].kernel(**rowwise.long_substitutions(family, "f16", cols, BNa,
-                                                  hints_text(cfg["apply"])))
-    stats = [cl.empty((rows, G), "f32") for _ in range(n_stats)]
+    plan = rowwise.long_row_plan(family, "f16", rows, cols, cl.device_info().sm_count, cfg=cfg)
+    stats = [cl.empty((rows, plan.G), "f32") for _ in range(plan.n_stats)]
     out = cl.empty((rows, cols), "f16")
     scalars = (cols,) if family == "layernorm" else ()
     weights, tail = extra[:-2], extra[-2:]
-    p2 = 1 << max(0, (G - 1).bit_length())
 
     def run():
-        first = sk(*[t.partition_mut((1, 1)) for t in stats], cx, *scalars, nch, G, BN=BNs)
+        first = plan.stats(*[t.partition_mut((plan.BR, 1)) for t in stats], cx, *scalars,
+                           plan.nch, plan.G, BN=plan.BN_stats)
         args = (cx, *weights, *stats, *tail) if family != "softmax" else (cx, *stats)
-        op = first.then(lambda _: ak(out.partition_mut((1, BNa)), *args, G=p2))
+        op = first.then(lambda _: plan.apply(out.partition_mut((plan.BR, plan.BN_apply)),
+                                             *args, G=plan.G_tile))
         return op.start(s)
     torch.from_dlpack(out).fill_(float("nan"))
     run().wait()

@@ -313,30 +313,18 @@ def _long_rows(family: str, out, x, extra, BR):
     """A row longer than one tile: the statistics launch, then the apply launch."""
     from cutile_lab.runtime import empty
     rows, cols = x.shape
-    cfg = _rowwise.LONG_ROWS
-    BR = BR or cfg["BR"]
-    BNs, BNa = cfg["stats"]["BN"], cfg["apply"]["BN"]
-    G = _rowwise.long_row_groups(rows, cols, BR, BNs, 4 * _sm_count())
-    nch = -(-cols // BNs)
-    dt = x.dtype.name
-    stats_t = {"softmax": _rowwise.SOFTMAX_STATS, "layernorm": _rowwise.LAYERNORM_STATS,
-               "rmsnorm": _rowwise.RMSNORM_STATS}[family]
-    apply_t = {"softmax": _rowwise.SOFTMAX_APPLY, "layernorm": _rowwise.LAYERNORM_APPLY,
-               "rmsnorm": _rowwise.RMSNORM_APPLY}[family]
-    n_stats = {"softmax": 2, "layernorm": 3, "rmsnorm": 1}[family]
-    stats = [empty((rows, G), "f32") for _ in range(n_stats)]
+    plan = _rowwise.long_row_plan(family, x.dtype.name, rows, cols, _sm_count(), BR)
+    stats = [empty((rows, plan.G), "f32") for _ in range(plan.n_stats)]
     scalars = (cols,) if family == "layernorm" else ()
-    stats_k = stats_t.kernel(**_rowwise.long_substitutions(family, dt, cols, BNs,
-                                                           hints_text(cfg["stats"])))
-    apply_k = apply_t.kernel(**_rowwise.long_substitutions(family, dt, cols, BNa,
-                                                           hints_text(cfg["apply"])))
-    first = stats_k(*[s.partition((BR, 1)) for s in stats], x, *scalars, nch, G, BN=BNs)
+    first = plan.stats(*[s.partition((plan.BR, 1)) for s in stats], x, *scalars, plan.nch,
+                       plan.G, BN=plan.BN_stats)
     weights, tail = extra[:-2], extra[-2:]           # (w, b | w), then (n, eps)
 
     def apply(handed_back):
-        parts = [p.unpartition() for p in handed_back[:n_stats]]
+        parts = [p.unpartition() for p in handed_back[:plan.n_stats]]
         args = (x, *weights, *parts, *tail) if family != "softmax" else (x, *parts)
-        return apply_k(out.partition((BR, BNa)), *args, G=_pow2(G)).then(_unpartition_first)
+        return plan.apply(out.partition((plan.BR, plan.BN_apply)), *args, G=plan.G_tile) \
+            .then(_unpartition_first)
     return first.then(apply)
 
 

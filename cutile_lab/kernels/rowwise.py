@@ -11,6 +11,9 @@ out of its variance (``centered``) only when rows are ragged. Each row takes one
 multiplies, rather than dividing every element (a division is a multi-instruction sequence on the
 GPU).
 """
+from dataclasses import dataclass
+
+from cutile_lab.kernel import Kernel
 from cutile_lab.kernels.library import template
 
 CENTERED_EXACT = "t - mean"
@@ -92,6 +95,41 @@ def long_row_groups(rows: int, cols: int, BR: int, BN: int, target_instances: in
     chunks = -(-cols // BN)
     row_blocks = max(1, -(-rows // BR))
     return max(1, min(chunks, LONG_ROWS["MAX_GROUPS"], -(-target_instances // row_blocks)))
+
+
+@dataclass(frozen=True)
+class LongRowPlan:
+    """The two launches of rows of ``cols`` columns: kernels, tiles, groups per row."""
+
+    stats: Kernel               # Mut outputs: ``n_stats`` (rows, G) f32 tensors, tiles (BR, 1)
+    apply: Kernel               # Mut output: the result, tiles (BR, BN_apply)
+    n_stats: int
+    BR: int
+    BN_stats: int
+    BN_apply: int
+    G: int                      # groups per row (the stats' columns)
+    nch: int                    # chunks of BN_stats per row
+
+    @property
+    def G_tile(self) -> int:
+        """The apply kernel's tile of the groups: G rounded up to a power of two."""
+        return 1 << max(0, (self.G - 1).bit_length())
+
+
+def long_row_plan(family: str, dt: str, rows: int, cols: int, sm_count: int,
+                  BR: int | None = None, cfg: dict | None = None) -> LongRowPlan:
+    """What the host launches for rows of ``cols`` columns that do not fit one tile
+    (``cfg`` defaults to ``LONG_ROWS``): about four statistics instances per SM."""
+    from cutile_lab.kernels.tuning import hints_text
+    cfg = cfg or LONG_ROWS
+    BR = BR or cfg.get("BR", LONG_ROWS["BR"])
+    BNs, BNa = cfg["stats"]["BN"], cfg["apply"]["BN"]
+    stats_t, apply_t, n_stats = LONG_KERNELS[family]
+    return LongRowPlan(
+        stats_t.kernel(**long_substitutions(family, dt, cols, BNs, hints_text(cfg["stats"]))),
+        apply_t.kernel(**long_substitutions(family, dt, cols, BNa, hints_text(cfg["apply"]))),
+        n_stats, BR, BNs, BNa, long_row_groups(rows, cols, BR, BNs, 4 * sm_count),
+        -(-cols // BNs))
 
 
 def long_substitutions(family: str, dt: str, cols: int, BN: int, hints: str = "") -> dict:
@@ -200,3 +238,8 @@ def rmsnorm_apply_{dt}(out: Mut[Tensor[{dt}, "BR, BN"]], x: Tensor[{dt}, "?, ?"]
     tw = reshape(load_tile(w, (tile_id(1),), (BN,)).astype(f32), (1, BN))
     out.store((t * rstd * tw).astype({dt}))
 ''')
+
+# per family: (statistics template, apply template, number of statistics tensors)
+LONG_KERNELS = {"softmax": (SOFTMAX_STATS, SOFTMAX_APPLY, 2),
+                "layernorm": (LAYERNORM_STATS, LAYERNORM_APPLY, 3),
+                "rmsnorm": (RMSNORM_STATS, RMSNORM_APPLY, 1)}

@@ -201,6 +201,18 @@ def test_the_library_never_chooses_a_whole_row_tile_past_the_limit():
     assert all(rowwise.LONG_ROWS[k]["BN"] * 4 <= 65536 for k in ("stats", "apply"))
 
 
+@pytest.mark.skipif(__import__("cutile_lab.compiling.toolchain", fromlist=["x"])
+                    .toolchain_or_none() is None, reason="no tileiras")
+def test_the_long_row_kernels_the_library_chooses_compile_for_an_h100():
+    """Rows of 1,000,000 f16 columns: what the host launches compiles for sm_90 (the whole-row
+    tile of the old path, 2^20 wide, did not finish compiling)."""
+    for family in ("softmax", "layernorm", "rmsnorm"):
+        plan = rowwise.long_row_plan(family, "f16", 128, 1_000_000, sm_count=132)
+        assert plan.G > 1 and plan.BN_stats * 2 <= rowwise.MAX_ROW_TILE_BYTES
+        plan.stats.compile("sm_90", BR=plan.BR, BN=plan.BN_stats)
+        plan.apply.compile("sm_90", BR=plan.BR, BN=plan.BN_apply, G=plan.G_tile)
+
+
 # --- gemm, add/mul, attention shape families ---------------------------------------------------
 
 @pytest.mark.parametrize("sa,sb", [((3, 40, 24), (3, 24, 20)), ((3, 40, 24), (24, 20)),
