@@ -67,8 +67,17 @@ def _tensors(fn: str, *named) -> list:
     return [t for _, t in out]
 
 
-def _view(t, shape, strides):
-    return t._view(tuple(shape), tuple(strides), t.offset)
+def _view(t, shape, strides, offset: int | None = None):
+    """A view of ``t``'s memory. A dimension of size 1 gets the stride it would have in a
+    contiguous tensor (never 0: kernel arguments' strides also describe the memory layout to
+    the compiler, which expects them aligned)."""
+    shape, strides = tuple(shape), list(strides)
+    inner = 1
+    for d in range(len(shape) - 1, -1, -1):
+        if shape[d] == 1:
+            strides[d] = inner
+        inner = max(inner, abs(strides[d]) * shape[d])
+    return t._view(shape, tuple(strides), t.offset if offset is None else offset)
 
 
 def _merge(shape, strides) -> tuple[list, list]:
@@ -176,8 +185,7 @@ def _broadcast_launch(name: str, z, x, y, B: int | None):
         offset = t.offset + sum(i * s for i, s, n in zip(idx, strides, shape[:outer]) if n != 1)
         sh = [1] * pad + shape[outer:]
         st = [0] * pad + strides[outer:]
-        st = [s if n != 1 else 1 for n, s in zip(sh, st)]
-        return t._view(tuple(sh), tuple(st), offset)
+        return _view(t, sh, st, offset)
 
     full_x = tuple([False] * pad + [n != 1 for n in xc[0][outer:]])
     full_y = tuple([False] * pad + [n != 1 for n in yc[0][outer:]])
@@ -274,8 +282,8 @@ def _rows(fn: str, x, dim: int):
         off = sum(i * s for i, s in zip(idx, lead_strides[:-1]))
         # the output is contiguous: its rows of this outer index start at this flat row
         out_rows = sum(i * math.prod(lead[k + 1:]) for k, i in enumerate(idx))
-        xv = x._view((row_n, n), (row_stride, col_stride), x.offset + off)
-        ov = out._view((row_n, n), (n, 1), out.offset + out_rows * n)
+        xv = _view(x, (row_n, n), (row_stride, col_stride), x.offset + off)
+        ov = _view(out, (row_n, n), (n, 1), out.offset + out_rows * n)
         pieces.append((ov, xv))
     return pieces, out, result
 
@@ -456,8 +464,6 @@ def _gemm_batched(c, a, b, BM, BN, BK):
     BK = BK or 64
     a3 = a if a.ndim == 3 else _view(a, (1, *a.shape), (0, *a.strides))
     b3 = b if b.ndim == 3 else _view(b, (1, *b.shape), (0, *b.strides))
-    a3 = _view(a3, a3.shape, (a3.strides[0] if a3.shape[0] > 1 else 1, *a3.strides[1:]))
-    b3 = _view(b3, b3.shape, (b3.strides[0] if b3.shape[0] > 1 else 1, *b3.strides[1:]))
     kernel = _gemm.BATCHED_GEMM.kernel(dt=a.dtype.name,
                                        ab="tile_id(0)" if a3.shape[0] > 1 else "0",
                                        bb="tile_id(0)" if b3.shape[0] > 1 else "0")
@@ -537,8 +543,11 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask
                                   "each mask dimension must be 1 or the matching size")
     out = empty((B * H, Sq, D) if four else (H, Sq, D), q.dtype)
     result = out.reshape(q.shape[:-1] + (D,)) if four else out
-    if out.size == 0 or Skv == 0:
+    if out.size == 0:
         return value(result)
+    if Skv == 0:                        # a softmax over no keys: NaN, as PyTorch gives
+        from cutile_lab.runtime import full
+        return full(result.shape, float("nan"), q.dtype)
     cfg = config("attention", _arch(), variant="causal" if causal else "non-causal")
     BQ, BKV = BQ or cfg["BQ"], BKV or cfg["BKV"]
     DP = max(16, _pow2(D))
@@ -547,53 +556,53 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask
         """(heads, seq, dim) of batch ``b`` as a 3-D view."""
         if not four:
             return t
-        return t._view(tuple(t.shape[1:]), tuple(t.strides[1:]), t.offset + b * t.strides[0])
+        return _view(t, t.shape[1:], t.strides[1:], t.offset + b * t.strides[0])
+
+    mt = ts[3] if mask is not None else None
+    if mt is not None:
+        # (batch, heads, q seq, k seq), a dimension of stride 0 (expanded) read as broadcast
+        mshape = tuple(1 if st == 0 else n for n, st in
+                       zip((1,) * (4 - mt.ndim) + tuple(mt.shape),
+                           (0,) * (4 - mt.ndim) + tuple(mt.strides)))
+        mstrides = (0,) * (4 - mt.ndim) + tuple(mt.strides)
+        has_b, has_h = mshape[0] != 1, mshape[1] != 1
+        rows, cols = mshape[2] != 1, mshape[3] != 1
 
     # one launch for all batches where (batch, heads) fold into one dimension, else per batch
-    def folds(t):
-        return len(_merge(t.shape[:2], t.strides[:2])[0]) <= 1
-    per_batch = four and not all(folds(t) for t in (q, k, v))
+    def folds(shape, strides):
+        return len(_merge(shape[:2], strides[:2])[0]) <= 1
+    per_batch = four and not (all(folds(t.shape, t.strides) for t in (q, k, v)) and
+                              (mt is None or not (has_b and has_h) or
+                               folds(mshape, mstrides)))
     if four and not per_batch:
         def flat(t):
-            n, s = _merge(t.shape[:2], t.strides[:2])
-            return t._view((t.shape[0] * t.shape[1], *t.shape[2:]),
-                           (s[0] if s else 1, *t.strides[2:]), t.offset)
+            s = _merge(t.shape[:2], t.strides[:2])[1]
+            return _view(t, (t.shape[0] * t.shape[1], *t.shape[2:]),
+                         (s[0] if s else 1, *t.strides[2:]))
         pieces = [(_view(out, out.shape, out.strides), flat(q), flat(k), flat(v), None)]
     else:
-        pieces = [(out._view((H, Sq, D), (Sq * D, D, 1), out.offset + b * H * Sq * D),
+        pieces = [(_view(out, (H, Sq, D), (Sq * D, D, 1), out.offset + b * H * Sq * D),
                    heads3(q, b), heads3(k, b), heads3(v, b), b) for b in range(B)]
     extra_args: tuple = ()
-    if mask is not None:
-        mt = ts[3]
-        mshape = (1,) * (4 - mt.ndim) + tuple(mt.shape)
-        mstrides = (0,) * (4 - mt.ndim) + tuple(mt.strides)
-        has_b, has_h = mshape[0] != 1 and B > 1, mshape[1] != 1 and H > 1
-        rows, cols = mshape[2] != 1, mshape[3] != 1
-        if per_batch:
-            index = "bh" if has_h else "0"
+    if mt is not None:
+        # the mask as (index, q seq | 1, k seq | 1), and how the kernel indexes it from bh
+        if per_batch or not four:
+            index, lead = ("bh", 1) if has_h else ("0", None)
         else:
-            index = {(False, False): "0", (True, False): "bh // HEADS",
-                     (False, True): "bh % HEADS", (True, True): "bh"}[(has_b, has_h)]
+            index, lead = {(False, False): ("0", None), (True, False): ("bh // HEADS", 0),
+                           (False, True): ("bh % HEADS", 1), (True, True): ("bh", "bh")}[
+                (has_b, has_h)]
         subs = _attention.mask_substitutions(mt.dtype.name, index, rows, cols)
 
         def mask_view(b):
             off = mt.offset + (b * mstrides[0] if b is not None and has_b else 0)
-            if index == "bh" and not per_batch:
-                n, s = _merge(mshape[:2], mstrides[:2])
-                lead, lead_s = B * H, (s[0] if s else 1)
-                if len(n) > 1:
-                    _v.refuse("TL152", "`attention`: the mask's (batch, heads) strides do "
-                                    "not fold into one dimension", arg=("mask", None),
-                                    label="this", help="pass a contiguous mask")
-            elif index in ("bh // HEADS",):
-                lead, lead_s = mshape[0], mstrides[0]
-            elif index in ("bh % HEADS", "bh") :
-                lead, lead_s = mshape[1], mstrides[1]
+            if lead == "bh":
+                n, st = B * H, _merge(mshape[:2], mstrides[:2])[1][0]
+            elif lead is None:
+                n, st = 1, 1
             else:
-                lead, lead_s = 1, 1
-            return mt._view((lead, mshape[2], mshape[3]),
-                            (lead_s or 1, mstrides[2] if rows else 1, mstrides[3] if cols else 1),
-                            off)
+                n, st = mshape[lead], mstrides[lead]
+            return _view(mt, (n, mshape[2], mshape[3]), (st, mstrides[2], mstrides[3]), off)
         extra_args = (mask_view, 1.0 / scale)
     kernel = _attention.ATTENTION.kernel(dt=q.dtype.name, hints=hints_text(cfg), **subs)
     rep = H // Hkv

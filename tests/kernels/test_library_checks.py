@@ -255,7 +255,8 @@ def _sdpa(q, k, v, causal=False, mask=None):
 
 
 @pytest.mark.parametrize("case", ["gqa", "bool mask", "float key mask", "causal", "strided q",
-                                  "head dim 24", "3-d"])
+                                  "head dim 24", "3-d", "full mask", "head mask",
+                                  "expanded mask", "strided q, full mask", "3-d mask"])
 def test_attention_layouts(case):
     B, H, Hkv, S, Skv, D = 2, 4, 2, 40, 72, 32
     f = np.float16
@@ -273,12 +274,23 @@ def test_attention_layouts(case):
         q = np.swapaxes(r(B, S, H, D), 1, 2)
     elif case == "head dim 24":
         q, k, v = r(B, H, S, 24), r(B, Hkv, Skv, 24), r(B, Hkv, Skv, 24)
-    elif case == "3-d":
+    elif case in ("3-d", "3-d mask"):
         q, k, v = q.reshape(B * H, S, D), r(B * Hkv, Skv, D), r(B * Hkv, Skv, D)
+        if case == "3-d mask":
+            mask = RNG.random((B * H, S, Skv)) > 0.3
+    elif case == "full mask":
+        mask = r(B, H, S, Skv)
+    elif case == "head mask":
+        mask = RNG.random((H, 1, Skv)) > 0.3
+    elif case == "expanded mask":
+        mask = np.broadcast_to(RNG.random((1, 1, S, Skv)) > 0.3, (B, H, S, Skv))
+    elif case == "strided q, full mask":
+        q, mask = np.swapaxes(r(B, S, H, D), 1, 2), RNG.random((B, H, S, Skv)) > 0.5
     got = K.attention(q, k, v, causal=causal, mask=mask, BQ=32, BKV=32).sync().to_numpy()
-    if case == "3-d":
-        ref = _sdpa(q.reshape(B, H, S, D), k.reshape(B, Hkv, Skv, D),
-                    v.reshape(B, Hkv, Skv, D)).reshape(B * H, S, D)
+    if case in ("3-d", "3-d mask"):
+        ref = _sdpa(q.reshape(B, H, S, D), k.reshape(B, Hkv, Skv, D), v.reshape(B, Hkv, Skv, D),
+                    mask=None if mask is None else mask.reshape(B, H, S, Skv)
+                    ).reshape(B * H, S, D)
     else:
         ref = _sdpa(q, k, v, causal, mask)
     np.testing.assert_allclose(got.astype(np.float64), ref, atol=5e-3, rtol=1e-2)

@@ -108,7 +108,7 @@ def test_batched_gemm_matches_torch_matmul(torch, sa, sb):
 
 
 @pytest.mark.parametrize("sx,sy", [((64, 1, 300), (7, 1)), ((33, 1000), (1000,)),
-                                   ((5, 6, 7), ()), ((1 << 20) + 3,), ((1 << 20) + 3,))])
+                                   ((5, 6, 7), ()), (((1 << 20) + 3,), ((1 << 20) + 3,))])
 def test_broadcasting_add_mul_match_torch(torch, sx, sy):
     import cutile_lab.kernels as K
     x = torch.randn(sx, device="cuda")
