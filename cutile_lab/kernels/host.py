@@ -97,6 +97,7 @@ def _chain(ops, result):
     """Run the zero-argument op builders ``ops`` one after the other on one stream; the chain's
     result is ``result``."""
     from cutile_lab.runtime import value
+
     def step(build):
         return lambda _: build()
     op = value(None)
@@ -255,9 +256,9 @@ def _contiguous_flat(t):
     return copy.reshape((t.size,))
 
 
-# --- row-wise: softmax, log-free norms over one dimension ---------------------------------------
+# --- row-wise: softmax and the norms, over one dimension ---------------------------------------
 
-def _rows(fn: str, x, dim: int):
+def _rows(x, dim: int):
     """(pieces, out, result): ``x`` seen as 2-D (rows, n) views with ``dim`` last, one piece per
     launch (one, unless the leading dimensions cannot be folded into one), the output allocated
     in that order, and the output seen in ``x``'s order."""
@@ -288,12 +289,14 @@ def _rows(fn: str, x, dim: int):
     return pieces, out, result
 
 
-def _rowwise_call(fn: str, family: str, x, dim, extra: tuple, BR, stats_extra=()):
+def _rowwise_call(fn: str, family: str, x, dim, extra: tuple, BR):
+    """Checks, then one launch (or chain) per piece of ``_rows``: whole rows in one tile where
+    they fit, else the two launches of ``_long_rows``."""
     from cutile_lab.runtime import value
     _v.dtype_in(fn, ("x", 0), x, _v.FLOATS)
     d = _v.dim_index(fn, dim, x.ndim)
     BR = _v.tile_size(fn, "BR", BR)
-    pieces, out, result = _rows(fn, x, d)
+    pieces, out, result = _rows(x, d)
     n = pieces[0][1].shape[1] if pieces else 0
     if x.size == 0:
         return value(result)
@@ -322,7 +325,8 @@ def _long_rows(family: str, out, x, extra, BR):
     from cutile_lab.runtime import empty
     rows, cols = x.shape
     plan = _rowwise.long_row_plan(family, x.dtype.name, rows, cols, _sm_count(), BR)
-    stats = [empty((rows, plan.G), "f32") for _ in range(plan.n_stats)]
+    # (rows, G) views of (rows, G_tile) tensors: rows start 16-byte aligned for the apply loads
+    stats = [empty((rows, plan.G_tile), "f32")[:, :plan.G] for _ in range(plan.n_stats)]
     scalars = (cols,) if family == "layernorm" else ()
     first = plan.stats(*[s.partition((plan.BR, 1)) for s in stats], x, *scalars, plan.nch,
                        plan.G, BN=plan.BN_stats)
