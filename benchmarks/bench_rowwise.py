@@ -9,7 +9,7 @@ Prints the table and writes ``benchmarks/results/kernels-rowwise-<device>.json``
 1,000,000 f16 columns, longer than one tile, which the library does in two launches (statistics,
 then apply: ``cutile_lab/kernels/rowwise.py``). Per family and size, in the same run: PyTorch's
 kernel (CUDA events), the two launches alone for each configuration of ``LONG_ROW_CONFIGS``
-(CUDA events), and the user path of each side (``K.softmax(x).sync()`` against
+(CUDA events; blocks of rows sized for L2 or not), and the user path of each side (``K.softmax(x).sync()`` against
 ``torch.softmax(x, -1)`` + synchronize, host clock per call). Every configuration is checked
 against PyTorch first. Bandwidth counts the fewest bytes the operation must move (the input read
 once and the output written once; the weights too), the same for both sides. Writes
@@ -24,9 +24,11 @@ from benchmarks.bench_kernels import main  # noqa: E402
 
 # (stats, apply) tile and hints of the long-row launches: the library's own first
 LONG_ROW_CONFIGS = [
-    {"stats": {"BN": 4096}, "apply": {"BN": 4096, "occupancy": 4}},
-    {"stats": {"BN": 4096, "occupancy": 8}, "apply": {"BN": 4096, "occupancy": 8}},
-    {"stats": {"BN": 8192}, "apply": {"BN": 2048, "occupancy": 4}},
+    {"block_bytes": 16 << 20, "stats": {"BN": 4096}, "apply": {"BN": 4096, "occupancy": 4}},
+    {"block_bytes": 0, "stats": {"BN": 4096}, "apply": {"BN": 4096, "occupancy": 4}},
+    {"block_bytes": 32 << 20, "stats": {"BN": 4096}, "apply": {"BN": 4096, "occupancy": 4}},
+    {"block_bytes": 16 << 20, "stats": {"BN": 4096, "occupancy": 8},
+     "apply": {"BN": 4096, "occupancy": 8}},
 ]
 LONG_ROW_SIZES = [(1280, 100_000), (128, 1_000_000)]      # 256 MB of f16 each, far over L2
 
@@ -134,22 +136,16 @@ def long_rows(argv) -> int:
 
 
 def _two_launches(cl, torch, rowwise, family, cx, extra, cfg, s, ref, event_times, median):
-    """The statistics and apply launches alone, writing preallocated tensors in place (mutable
-    borrows), one chain per run on our stream: (median seconds, relative error)."""
+    """The library's launches alone (``host.long_rows_launches``), writing preallocated tensors
+    in place, one chain per run on our stream: (median seconds, relative error)."""
+    from cutile_lab.kernels.host import long_rows_launches
     rows, cols = cx.shape
     plan = rowwise.long_row_plan(family, "f16", rows, cols, cl.device_info().sm_count, cfg=cfg)
     stats = [cl.empty((rows, plan.G_tile), "f32")[:, :plan.G] for _ in range(plan.n_stats)]
     out = cl.empty((rows, cols), "f16")
-    scalars = (cols,) if family == "layernorm" else ()
-    weights, tail = extra[:-2], extra[-2:]
 
     def run():
-        first = plan.stats(*[t.partition_mut((plan.BR, 1)) for t in stats], cx, *scalars,
-                           plan.nch, plan.G, BN=plan.BN_stats)
-        args = (cx, *weights, *stats, *tail) if family != "softmax" else (cx, *stats)
-        op = first.then(lambda _: plan.apply(out.partition_mut((plan.BR, plan.BN_apply)),
-                                             *args, G=plan.G_tile))
-        return op.start(s)
+        return long_rows_launches(family, plan, out, cx, extra, stats).start(s)
     torch.from_dlpack(out).fill_(float("nan"))
     run().wait()
     got = torch.from_dlpack(out).double()

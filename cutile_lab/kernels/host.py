@@ -321,23 +321,37 @@ def _whole_rows(family: str, out, x, extra, BR):
 
 
 def _long_rows(family: str, out, x, extra, BR):
-    """A row longer than one tile: the statistics launch, then the apply launch."""
+    """A row longer than one tile: per block of rows, the statistics launch, then the apply
+    launch (``long_rows_launches``)."""
     from cutile_lab.runtime import empty
     rows, cols = x.shape
-    plan = _rowwise.long_row_plan(family, x.dtype.name, rows, cols, _sm_count(), BR)
+    plan = _rowwise.long_row_plan(family, x.dtype.name, rows, cols, _sm_count(), BR,
+                                  itemsize=x.dtype.itemsize)
     # (rows, G) views of (rows, G_tile) tensors: rows start 16-byte aligned for the apply loads
     stats = [empty((rows, plan.G_tile), "f32")[:, :plan.G] for _ in range(plan.n_stats)]
-    scalars = (cols,) if family == "layernorm" else ()
-    first = plan.stats(*[s.partition((plan.BR, 1)) for s in stats], x, *scalars, plan.nch,
-                       plan.G, BN=plan.BN_stats)
-    weights, tail = extra[:-2], extra[-2:]           # (w, b | w), then (n, eps)
+    return long_rows_launches(family, plan, out, x, extra, stats)
 
-    def apply(handed_back):
-        parts = [p.unpartition() for p in handed_back[:plan.n_stats]]
-        args = (x, *weights, *parts, *tail) if family != "softmax" else (x, *parts)
-        return plan.apply(out.partition((plan.BR, plan.BN_apply)), *args, G=plan.G_tile) \
-            .then(_unpartition_first)
-    return first.then(apply)
+
+def long_rows_launches(family: str, plan, out, x, extra, stats):
+    """The launches of ``plan`` (``rowwise.long_row_plan``) as one chain: ``out`` and the
+    statistics tensors ``stats`` ((rows, G) f32 each) are borrowed and written in place. Also
+    what ``benchmarks/bench_rowwise.py --long-rows`` times."""
+    rows, cols = x.shape
+    scalars = (cols,) if family == "layernorm" else ()
+    weights, tail = extra[:-2], extra[-2:]           # (w, b | w), then (n, eps)
+    ops = []
+    for r0 in range(0, rows, plan.block_rows):
+        r1 = min(rows, r0 + plan.block_rows)
+        xb, ob, sb = x[r0:r1], out[r0:r1], [t[r0:r1] for t in stats]
+
+        def block(xb=xb, ob=ob, sb=sb):
+            first = plan.stats(*[t.partition_mut((plan.BR, 1)) for t in sb], xb, *scalars,
+                               plan.nch, plan.G, BN=plan.BN_stats)
+            args = (xb, *weights, *sb, *tail) if family != "softmax" else (xb, *sb)
+            return first.then(lambda _: plan.apply(ob.partition_mut((plan.BR, plan.BN_apply)),
+                                                   *args, G=plan.G_tile))
+        ops.append(block)
+    return ops[0]() if len(ops) == 1 else _chain(ops, None)
 
 
 def softmax(x, dim: int = -1, *, BR: int | None = None):

@@ -74,12 +74,16 @@ def rmsnorm_{dt}(out: Mut[Tensor[{dt}, "BR, BN"]], x: Tensor[{dt}, "?, ?"],
 # its rows' ``G`` partials (a (BR, G) tile, G a power of two, the padding neutral) and writes the
 # chunk. The input is read twice and the output written once, every launch at full width, and
 # each kernel's tile is a chunk whatever the row length, so compile time does not grow with it.
+# The rows go in blocks (``block_bytes``): the apply launch of a block reads the input that the
+# statistics launch just read, from L2 rather than memory.
 
 MAX_ROW_TILE_BYTES = 1 << 16      # the whole-row kernels up to 32768 f16 (16384 f32) columns
 # tiles and hints of the two launches (``tuning.hints_text`` reads the hints): 4096 columns of a
 # row per chunk; the apply kernel at occupancy 4 (64 registers, four 8 KiB loads in flight per
-# SM, where the compiler's default of 255 registers leaves room for one)
-LONG_ROWS = {"BR": 1, "MAX_GROUPS": 64, "stats": {"BN": 4096}, "apply": {"BN": 4096, "occupancy": 4}}
+# SM, where the compiler's default of 255 registers leaves room for one); blocks of 16 MiB of
+# rows, a third of an H100's L2, so that the apply launch reads its input from L2
+LONG_ROWS = {"BR": 1, "MAX_GROUPS": 64, "block_bytes": 16 << 20,
+             "stats": {"BN": 4096}, "apply": {"BN": 4096, "occupancy": 4}}
 
 
 def fits_one_tile(cols: int, itemsize: int) -> bool:
@@ -109,6 +113,7 @@ class LongRowPlan:
     BN_apply: int
     G: int                      # groups per row (the stats' columns)
     nch: int                    # chunks of BN_stats per row
+    block_rows: int             # rows per (statistics, apply) pair of launches
 
     @property
     def G_tile(self) -> int:
@@ -117,19 +122,25 @@ class LongRowPlan:
 
 
 def long_row_plan(family: str, dt: str, rows: int, cols: int, sm_count: int,
-                  BR: int | None = None, cfg: dict | None = None) -> LongRowPlan:
+                  BR: int | None = None, cfg: dict | None = None,
+                  itemsize: int = 2) -> LongRowPlan:
     """What the host launches for rows of ``cols`` columns that do not fit one tile
-    (``cfg`` defaults to ``LONG_ROWS``): about four statistics instances per SM."""
+    (``cfg`` defaults to ``LONG_ROWS``): blocks of rows of about ``block_bytes`` (0: all rows
+    at once), so that the apply launch finds its block of the input still in L2 after the
+    statistics launch read it, and about four statistics instances per SM for each block."""
     from cutile_lab.kernels.tuning import hints_text
     cfg = cfg or LONG_ROWS
     BR = BR or cfg.get("BR", LONG_ROWS["BR"])
     BNs, BNa = cfg["stats"]["BN"], cfg["apply"]["BN"]
+    block = cfg.get("block_bytes", 0)
+    block_rows = rows if not block else max(BR, block // max(1, cols * itemsize) // BR * BR)
+    block_rows = max(1, min(rows, block_rows))
     stats_t, apply_t, n_stats = LONG_KERNELS[family]
     return LongRowPlan(
         stats_t.kernel(**long_substitutions(family, dt, cols, BNs, hints_text(cfg["stats"]))),
         apply_t.kernel(**long_substitutions(family, dt, cols, BNa, hints_text(cfg["apply"]))),
-        n_stats, BR, BNs, BNa, long_row_groups(rows, cols, BR, BNs, 4 * sm_count),
-        -(-cols // BNs))
+        n_stats, BR, BNs, BNa, long_row_groups(block_rows, cols, BR, BNs, 4 * sm_count),
+        -(-cols // BNs), block_rows)
 
 
 def long_substitutions(family: str, dt: str, cols: int, BN: int, hints: str = "") -> dict:

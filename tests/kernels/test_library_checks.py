@@ -162,12 +162,14 @@ def test_strided_views_fold_or_launch_per_outer_index():
 @pytest.mark.parametrize("family", ["softmax", "layernorm", "rmsnorm"])
 def test_long_rows_take_the_chunked_kernels(family, monkeypatch):
     """Rows longer than one tile (here: a 256-byte tile limit, so that the simulator stays fast)
-    are done by the statistics and apply launches, ragged last chunk and several groups per row
-    included, and match the reference."""
+    are done by the statistics and apply launches, block of rows by block, ragged last chunk and
+    several groups per row included, and match the reference."""
     monkeypatch.setattr(rowwise, "MAX_ROW_TILE_BYTES", 256)
     monkeypatch.setitem(rowwise.LONG_ROWS, "stats", {"BN": 64})
     monkeypatch.setitem(rowwise.LONG_ROWS, "apply", {"BN": 128})
+    monkeypatch.setitem(rowwise.LONG_ROWS, "block_bytes", 4000)     # blocks of 2 rows, 2 + 1
     rows, cols = 3, 1000
+    assert rowwise.long_row_plan(family, "f16", rows, cols, 8).block_rows == 2
     assert not rowwise.fits_one_tile(cols, 2)
     x = (RNG.standard_normal((rows, cols)) * 2 + 3).astype(np.float16)
     w = RNG.standard_normal(cols).astype(np.float16)
