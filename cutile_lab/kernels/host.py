@@ -567,8 +567,9 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask
         from cutile_lab.runtime import full
         return full(result.shape, float("nan"), q.dtype)
     cfg = config("attention", _arch(), variant="causal" if causal else "non-causal")
-    BQ, BKV = BQ or cfg["BQ"], BKV or cfg["BKV"]
     DP = max(16, _pow2(D))
+    # the tuned blocks are for head_dim 64; a (BQ, 256) block past 64 rows outgrows shared memory
+    BQ, BKV = BQ or (cfg["BQ"] if DP <= 128 else min(cfg["BQ"], 64)), BKV or cfg["BKV"]
 
     def heads3(t, b):
         """(heads, seq, dim) of batch ``b`` as a 3-D view."""

@@ -120,7 +120,7 @@ def test_broadcasting_add_mul_match_torch(torch, sx, sy):
 
 
 @pytest.mark.parametrize("case", ["gqa", "bool mask", "float mask", "causal", "transposed layout",
-                                  "ragged", "bf16"])
+                                  "ragged", "bf16", "head dim 80"])
 def test_attention_matches_sdpa(torch, case):
     import cutile_lab.kernels as K
     F = torch.nn.functional
@@ -138,6 +138,8 @@ def test_attention_matches_sdpa(torch, case):
         causal = True
     elif case == "transposed layout":
         q = torch.randn(B, S, H, D, device="cuda", dtype=dt).transpose(1, 2)
+    elif case == "head dim 80":
+        q, k, v = (torch.randn(*t.shape[:-1], 80, device="cuda", dtype=dt) for t in (q, k, v))
     elif case == "ragged":
         q, k, v = q[:, :, :300], k[:, :, :333].contiguous(), v[:, :, :333].contiguous()
     got = _t(torch, K.attention(q, k, v, causal=causal, mask=mask).sync())
