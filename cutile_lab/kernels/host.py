@@ -1,7 +1,7 @@
 """Host functions of the kernel library: each takes tensors (ours, PyTorch, CuPy, or NumPy on the
 simulator), checks them (``validate``: a refused call is a ``TL15x`` error at the caller's line,
-before anything is compiled or launched), allocates the output, partitions it, launches the
-kernel and returns a ``DeviceOp`` whose result is the output tensor. ``.sync()`` (or ``await``)
+before anything is compiled or launched), allocates the output, lends it to the launch (a
+mutable borrow: ``partition_mut``), launches the kernel and returns a ``DeviceOp`` whose result is the output tensor. ``.sync()`` (or ``await``)
 runs it.
 
 They take what their PyTorch counterparts take: the row-wise functions reduce over the last
@@ -53,11 +53,6 @@ def _sm_count() -> int:
 
 def _pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
-
-
-def _unpartition_first(handed_back: tuple):
-    """A launch hands back all its arguments; the library's result is the output tensor."""
-    return handed_back[0].unpartition()
 
 
 def _tensors(fn: str, *named) -> list:
@@ -147,8 +142,8 @@ def _binary(name: str, x, y, B: int | None):
         kernel = _elementwise.BINARY.kernel(dt=x.dtype.name, hints=hints_text(cfg), name=name,
                                             op=_elementwise.OPERATORS[name])
         flat = (z.size,)
-        return kernel(z.reshape(flat).partition(B or cfg["B"]), x.reshape(flat),
-                      y.reshape(flat)).then(_unpartition_first).then(lambda _: z)
+        return kernel(z.reshape(flat).partition_mut(B or cfg["B"]), x.reshape(flat),
+                      y.reshape(flat)).then(lambda _: z)
     return _broadcast_launch(name, z, x, y, B)
 
 
@@ -203,8 +198,7 @@ def _broadcast_launch(name: str, z, x, y, B: int | None):
     ops = []
     for idx in _outer_index(zc[0][:outer]):
         zp, xp, yp = piece(z, zc, idx), piece(x, xc, idx), piece(y, yc, idx)
-        ops.append(lambda zp=zp, xp=xp, yp=yp: kernel(zp.partition(tuple(tile)), xp, yp)
-                   .then(_unpartition_first))
+        ops.append(lambda zp=zp, xp=xp, yp=yp: kernel(zp.partition_mut(tuple(tile)), xp, yp))
     return _chain(ops, z)
 
 
@@ -242,8 +236,7 @@ def saxpy(alpha: float, x, y, *, B: int | None = None):
     cfg = config("saxpy", _arch())
     kernel = _elementwise.SAXPY.kernel(dt=x.dtype.name, hints=hints_text(cfg))
     flat = (z.size,)
-    return kernel(z.reshape(flat).partition(B or cfg["B"]), x, y, alpha) \
-        .then(_unpartition_first).then(lambda _: z)
+    return kernel(z.reshape(flat).partition_mut(B or cfg["B"]), x, y, alpha).then(lambda _: z)
 
 
 def _contiguous_flat(t):
@@ -316,8 +309,7 @@ def _whole_rows(family: str, out, x, extra, BR):
                 "rmsnorm": _rowwise.RMSNORM}[family]
     kernel = template.kernel(**_rowwise.substitutions(family, x.dtype.name, cols,
                                                       hints_text(cfg)))
-    return kernel(out.partition((BR or cfg["BR"], _pow2(cols))), x, *extra) \
-        .then(_unpartition_first)
+    return kernel(out.partition_mut((BR or cfg["BR"], _pow2(cols))), x, *extra)
 
 
 def _long_rows(family: str, out, x, extra, BR):
@@ -471,7 +463,7 @@ def _gemm2d(c, a, b, BM, BN, BK, schedule):
         cfg["schedule"] = schedule
     BM, BN, BK = BM or cfg["BM"], BN or cfg["BN"], BK or cfg["BK"]
     kernel = _gemm.GEMM.kernel(dt=a.dtype.name, hints=hints_text(cfg))
-    return kernel(c.partition((BM, BN)), a, b, BK=BK).then(_unpartition_first)
+    return kernel(c.partition_mut((BM, BN)), a, b, BK=BK)
 
 
 def _gemm_batched(c, a, b, BM, BN, BK):
@@ -485,7 +477,7 @@ def _gemm_batched(c, a, b, BM, BN, BK):
     kernel = _gemm.BATCHED_GEMM.kernel(dt=a.dtype.name,
                                        ab="tile_id(0)" if a3.shape[0] > 1 else "0",
                                        bb="tile_id(0)" if b3.shape[0] > 1 else "0")
-    return kernel(c.partition((1, BM, BN)), a3, b3, BK=BK).then(_unpartition_first)
+    return kernel(c.partition_mut((1, BM, BN)), a3, b3, BK=BK)
 
 
 # --- attention ----------------------------------------------------------------------------------
@@ -628,9 +620,8 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask
 
     def launch(o, qv, kv, vv, b):
         more = (extra_args[0](b), extra_args[1]) if extra_args else ()
-        return kernel(o.partition((1, BQ, DP)), qv, kv, vv, scale * math.log2(math.e), *more,
-                      BKV=BKV, CAUSAL=int(bool(causal)), REP=rep, HEADS=H) \
-            .then(_unpartition_first)
+        return kernel(o.partition_mut((1, BQ, DP)), qv, kv, vv, scale * math.log2(math.e),
+                      *more, BKV=BKV, CAUSAL=int(bool(causal)), REP=rep, HEADS=H)
     if len(pieces) == 1:
         return launch(*pieces[0]).then(lambda _: result)
     return _chain([lambda p=p: launch(*p) for p in pieces], result)
