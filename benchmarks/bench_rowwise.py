@@ -27,6 +27,8 @@ LONG_ROW_CONFIGS = [
     {"block_bytes": 16 << 20, "stats": {"BN": 4096}, "apply": {"BN": 4096, "occupancy": 4}},
     {"block_bytes": 0, "stats": {"BN": 4096}, "apply": {"BN": 4096, "occupancy": 4}},
     {"block_bytes": 32 << 20, "stats": {"BN": 4096}, "apply": {"BN": 4096, "occupancy": 4}},
+    {"block_bytes": 16 << 20, "stats": {"BN": 4096, "occupancy": 2},
+     "apply": {"BN": 4096, "occupancy": 4}},
 ]
 LONG_ROW_SIZES = [(1280, 100_000), (128, 1_000_000)]      # 256 MB of f16 each, far over L2
 
