@@ -329,7 +329,7 @@ def long_rows_launches(family: str, plan, out, x, extra, stats):
     statistics tensors ``stats`` ((rows, G) f32 each) are borrowed and written in place. Also
     what ``benchmarks/bench_rowwise.py --long-rows`` times."""
     rows, cols = x.shape
-    scalars = (cols,) if family == "layernorm" else ()
+    scalars = (cols,) if family in ("softmax", "layernorm") else ()
     weights, tail = extra[:-2], extra[-2:]           # (w, b | w), then (n, eps)
     ops = []
     for r0 in range(0, rows, plan.block_rows):

@@ -74,15 +74,16 @@ def rmsnorm_{dt}(out: Mut[Tensor[{dt}, "BR, BN"]], x: Tensor[{dt}, "?, ?"],
 # its rows' ``G`` partials (a (BR, G) tile, G a power of two, the padding neutral) and writes the
 # chunk. The input is read twice and the output written once, every launch at full width, and
 # each kernel's tile is a chunk whatever the row length, so compile time does not grow with it.
-# The rows go in blocks (``block_bytes``): the apply launch of a block reads the input that the
-# statistics launch just read, from L2 rather than memory.
+# The rows can go in blocks (``block_bytes``, off by default: see ``LONG_ROWS``).
 
 MAX_ROW_TILE_BYTES = 1 << 16      # the whole-row kernels up to 32768 f16 (16384 f32) columns
 # tiles and hints of the two launches (``tuning.hints_text`` reads the hints): 4096 columns of a
 # row per chunk; the apply kernel at occupancy 4 (64 registers, four 8 KiB loads in flight per
-# SM, where the compiler's default of 255 registers leaves room for one); blocks of 16 MiB of
-# rows, a third of an H100's L2, so that the apply launch reads its input from L2
-LONG_ROWS = {"BR": 1, "MAX_GROUPS": 64, "block_bytes": 16 << 20,
+# SM, where the compiler's default of 255 registers leaves room for one). ``block_bytes``: rows
+# in blocks of that many bytes, a launch pair each, so that the apply launch would read its
+# input from L2; measured on an H100 (benchmarks/results/rowwise-long-*), 16 MiB blocks ran
+# 3-6x slower than one pair for all rows (the launches' host cost dominates), so 0: no blocks
+LONG_ROWS = {"BR": 1, "MAX_GROUPS": 64, "block_bytes": 0,
              "stats": {"BN": 4096}, "apply": {"BN": 4096, "occupancy": 4}}
 
 
@@ -144,7 +145,15 @@ def long_row_plan(family: str, dt: str, rows: int, cols: int, sm_count: int,
 
 
 def long_substitutions(family: str, dt: str, cols: int, BN: int, hints: str = "") -> dict:
+    """What a long-row template needs for rows of ``cols`` columns in chunks of ``BN``: the
+    masks of a ragged last chunk exist only where there is one."""
     subs = {"dt": dt, "hints": hints}
+    if family == "softmax":
+        # loads padded with zeros (the copy engine's fill; a -inf fill takes a slower path,
+        # measured on an H100), the padding then masked to -1e30 where the last chunk is ragged
+        load = "load_tile(x, (r, j), (BR, BN)).astype(f32)"
+        subs["chunk"] = load if cols % BN == 0 else \
+            f"where(reshape(arange(BN, dtype=i32) + j * BN < n, (1, BN)), {load}, -1.0e30)"
     if family == "layernorm":
         subs["centered"] = "t - mj" if cols % BN == 0 else \
             "where(reshape(arange(BN, dtype=i32) + j * BN < n, (1, BN)), t - mj, 0.0)"
@@ -154,15 +163,16 @@ def long_substitutions(family: str, dt: str, cols: int, BN: int, hints: str = ""
 SOFTMAX_STATS = template('''
 @kernel(opt_level=3{hints})
 def softmax_stats_{dt}(m: Mut[Tensor[f32, "BR, 1"]], s: Mut[Tensor[f32, "BR, 1"]],
-                       x: Tensor[{dt}, "?, ?"], nch: i32, groups: i32, BN: Const[int] = 4096):
+                       x: Tensor[{dt}, "?, ?"], n: i32, nch: i32, groups: i32,
+                       BN: Const[int] = 4096):
     r = tile_id(0)
     g = tile_id(1)
     mx = full((BR, 1), -1.0e30, dtype=f32)
     sm = full((BR, 1), 0.0, dtype=f32)
     for j in range(g * nch // groups, (g + 1) * nch // groups):
-        t = load_tile(x, (r, j), (BR, BN), padding="neg_inf")
-        m_new = maximum(mx, max(t, axis=1, keepdims=True).astype(f32))
-        e = exp2((t.astype(f32) - m_new) * 1.4426950408889634, flush_to_zero=True)
+        t = {chunk}
+        m_new = maximum(mx, max(t, axis=1, keepdims=True))
+        e = exp2((t - m_new) * 1.4426950408889634, flush_to_zero=True)
         sm = sm * exp2((mx - m_new) * 1.4426950408889634) + sum(e, axis=1, keepdims=True)
         mx = m_new
     m.store(mx)
