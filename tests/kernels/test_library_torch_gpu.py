@@ -94,13 +94,16 @@ def test_norms_of_3d_tensors_and_default_weights(torch):
     _close(_t(torch, K.layernorm(x).sync()), ref, 3e-3)
 
 
-@pytest.mark.parametrize("sa,sb", [((4, 200, 96), (4, 96, 136)), ((4, 200, 96), (96, 136)),
-                                   ((200, 96), (4, 96, 136)), ((200, 96), (96,)),
-                                   ((100, 70), (70, 33))])
-def test_batched_gemm_matches_torch_matmul(torch, sa, sb):
+@pytest.mark.parametrize("sa,sb,dtype", [((4, 200, 96), (4, 96, 136), "float16"),
+                                         ((4, 200, 96), (96, 136), "float16"),
+                                         ((200, 96), (4, 96, 136), "float16"),
+                                         ((200, 96), (96,), "float16"),
+                                         ((100, 70), (70, 33), "float16"),
+                                         ((100, 70), (70, 33), "float32")])
+def test_batched_gemm_matches_torch_matmul(torch, sa, sb, dtype):
     import cutile_lab.kernels as K
-    a = torch.randn(sa, device="cuda", dtype=torch.float16)
-    b = torch.randn(sb, device="cuda", dtype=torch.float16)
+    a = torch.randn(sa, device="cuda", dtype=getattr(torch, dtype))
+    b = torch.randn(sb, device="cuda", dtype=getattr(torch, dtype))
     got = _t(torch, K.gemm(a, b).sync())
     ref = torch.matmul(a.double(), b.double())
     assert got.shape == ref.shape
