@@ -21,6 +21,7 @@ import inspect
 
 from cutile_lab.errors import LaunchError
 from cutile_lab.runtime import device as _device
+from cutile_lab.runtime import driver
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime.backend import backend as current_backend
 from cutile_lab.runtime.callsite import as_span, describe, user_site
@@ -284,53 +285,10 @@ def _start(op: DeviceOp, stream, *, for_sync: bool) -> "Pending":
     return Pending(flight)
 
 
-# cuEventRecord through ctypes and the events' handles, or False where the driver library cannot
-# be loaded: recording a pooled event this way costs a fraction of ``Stream.record``
-_RECORD: list = [None]
-
-
 def record_event(s, handle=None):
     """A completion event recorded on ``s`` (a recycled one from ``ownership.EVENT_POOL`` when
     there is one); ``handle`` is ``s``'s CUstream as a ``ctypes.c_void_p``."""
-    pool = ownership.EVENT_POOL
-    if not pool:
-        return s.record()
-    ev = pool.pop()
-    if handle is not None:
-        rec = _RECORD[0]
-        if rec is None:
-            rec = _event_recorder()
-        if rec:
-            fn, handles = rec
-            hit = handles.get(id(ev))
-            if hit is None or hit[0] is not ev:
-                hit = _event_handle(ev, handles)
-            if hit is not None and fn(hit[1], handle) == 0:
-                return ev
-    return s.record(ev)
-
-
-def _event_recorder():
-    try:
-        from cutile_lab.runtime.launch import libcuda
-        lib = libcuda()
-        rec = (lib.cuEventRecord, {}) if lib is not None else False
-    except Exception:
-        rec = False
-    _RECORD[0] = rec
-    return rec
-
-
-def _event_handle(ev, handles):
-    import ctypes
-    try:
-        h = int(ev.handle)
-    except Exception:
-        return None
-    if len(handles) >= 256:
-        handles.clear()
-    hit = handles[id(ev)] = (ev, ctypes.c_void_p(h))
-    return hit
+    return driver.record_event(s, handle, ownership.EVENT_POOL)
 
 
 def wait_flight(flight: Flight) -> None:

@@ -51,7 +51,7 @@ class Flight:
     """One started DeviceOp chain: in flight until ``event`` completes (gpu) or it ran (sim)."""
 
     __slots__ = ("label", "_where", "event", "stream", "backend", "done", "entries", "keep",
-                 "runner", "result", "error", "published", "lane", "ready", "covered", "fast",
+                 "runner", "result", "error", "published", "lane", "ready", "covered", "reuse",
                  "pending", "__weakref__")
 
     def __init__(self, label: str, where, backend: str, stream=None, lane=None):
@@ -70,7 +70,7 @@ class Flight:
         self.published = False
         self.ready = False           # everything it runs is enqueued
         self.covered = False         # ``event`` was recorded after it for several flights
-        self.fast = None             # the launch's _Fast whose repeated starts may join it
+        self.reuse = None            # the launch's _ReusableStart whose repeated starts may join it
         self.pending = None          # the Pending handed to the starts that joined it
 
     @property
@@ -248,12 +248,8 @@ def _release_prefix(key, lane: list, n: int) -> None:
 
 def _stream_idle(key) -> bool:
     """Has all work queued on the stream ``key`` (a CUstream handle) completed?"""
-    from cutile_lab.runtime.launch import libcuda
-    lib = libcuda()
-    if lib is None or type(key) is not int:
-        return False
-    import ctypes
-    return lib.cuStreamQuery(ctypes.c_void_p(key)) == 0
+    from cutile_lab.runtime.driver import stream_idle
+    return stream_idle(key)
 
 
 def _ready_prefix(lane: list) -> int:
