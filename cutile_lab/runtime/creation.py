@@ -184,6 +184,8 @@ def _span_bytes(shape, strides, itemsize) -> int:
 def _record_ready_on(stream_handle: int):
     """An event recorded now on a foreign producer stream (for ``DeviceStorage.ready``)."""
     from cuda.bindings import driver
+    from cutile_lab.runtime.device import gpu
+    gpu()                      # creating an event needs the context current in this thread
     err, ev = driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
     if int(err) != 0:
         return None

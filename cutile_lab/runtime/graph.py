@@ -120,6 +120,8 @@ class Graph:
                     pending.wait()
             self.replays += n
             return pending
+        from cutile_lab.runtime.device import gpu
+        gpu()                  # current in this thread (a replay may come from any thread)
         s = as_core_stream(stream) if stream is not None else self._stream
         lane, handle = self._gpu.stream_handles(s)
         self._check_replay(where, lane)

@@ -52,6 +52,8 @@ from cutile_lab.runtime.tensor import Tensor
 INT32_MAX = 2**31 - 1
 _RESERVED = ("grid",)
 
+_PLAN_LOCK = threading.RLock()
+
 # what the launch checks cost on the host (measured when MEASURE[0] is true: the benchmark)
 STATS = {"check_s": 0.0, "checks": 0}
 MEASURE = [False]
@@ -253,9 +255,10 @@ class LaunchOp(DeviceOp):
         No lock is taken: the flight is checked again after the launch, and if another thread
         covered or released it meanwhile, this launch gets a flight of its own."""
         f = self._reuse
+        g = _device._context
         if f is not None and stream is not None and f.raw is not None \
-                and self._entry is f.entry and _device._context is not None:
-            g = _device._context
+                and self._entry is f.entry and g is not None \
+                and getattr(_device._thread, "ctx", None) is g:
             hit = g._keys.get(id(stream))
             if hit is not None and hit[0] is stream:
                 lane, handle = hit[1], hit[2]
@@ -641,17 +644,25 @@ class LaunchOp(DeviceOp):
         key = (arch, tuple(sorted(consts.items())), tuple(layouts.items()))
         plan = info.plans.get(key)
         if plan is None:
-            from cutile_lab.compiling.driver import compile_kernel
-            compiled = compile_kernel(self.kernel.definition, arch, consts=consts,
-                                      layouts=layouts, globals_=self.kernel.globals)
-            from cuda.core import ObjectCode
-            module = ObjectCode.from_cubin(compiled.cubin)
-            k = module.get_kernel(compiled.symbol)
-            block = compiled.max_threads_per_block
-            if not block:
-                block = k.attributes.max_threads_per_block()
-            plan = info.plans[key] = LaunchPlan(compiled, k, int(block), arch)
-            plan.module = module                   # keeps the module loaded
+            with _PLAN_LOCK:          # threads launching the same new shape compile it once
+                plan = info.plans.get(key)
+                if plan is None:
+                    plan = self._load_plan(info, key, consts, layouts, arch)
+        return plan
+
+    def _load_plan(self, info, key, consts, layouts, arch) -> LaunchPlan:
+        """Compile (cached in memory and on disk) and load one specialization."""
+        from cutile_lab.compiling.driver import compile_kernel
+        compiled = compile_kernel(self.kernel.definition, arch, consts=consts,
+                                  layouts=layouts, globals_=self.kernel.globals)
+        from cuda.core import ObjectCode
+        module = ObjectCode.from_cubin(compiled.cubin)
+        k = module.get_kernel(compiled.symbol)
+        block = compiled.max_threads_per_block
+        if not block:
+            block = k.attributes.max_threads_per_block()
+        plan = info.plans[key] = LaunchPlan(compiled, k, int(block), arch)
+        plan.module = module                   # keeps the module loaded
         return plan
 
     def _run_gpu(self, values, entry, ctx, args=None):

@@ -217,8 +217,7 @@ def stream():
     """A new stream: independent ops started on different streams may run concurrently."""
     if current_backend() == "sim":
         return SimStream()
-    from cutile_lab.runtime.device import gpu
-    return gpu().new_stream()
+    return _device.gpu().new_stream()
 
 
 _STREAM = [None]
@@ -259,9 +258,7 @@ def _start(op: DeviceOp, stream, *, for_sync: bool) -> "Pending":
             ownership.release(flight)
             raise
         return Pending(flight)
-    g = _device._context
-    if g is None:
-        g = _device.gpu()
+    g = _device.gpu()                 # current in this thread (once per thread)
     if stream is not None:
         s = stream if type(stream) is _STREAM[0] else as_core_stream(stream)
     else:
@@ -348,9 +345,8 @@ def synchronize() -> None:
     """Wait for all work this runtime started (and the device)."""
     for f in ownership.live_flights():
         wait_flight(f)
-    from cutile_lab.runtime.device import _context
-    if _context is not None:
-        _context.device.sync()
+    if _device._context is not None:
+        _device.gpu().device.sync()
 
 
 __all__ = ["DeviceOp", "Pending", "ExecContext", "ValueOp", "ThenOp", "zip", "value", "stream",

@@ -268,6 +268,8 @@ def _cover(lane: list) -> None:
     todo = [f for f in lane[:n] if f.event is None]
     if not todo:
         return
+    from cutile_lab.runtime.device import make_current
+    make_current()             # recording needs the context current in this thread
     ev = todo[-1].stream.record()
     for f in todo:
         f.event = ev
@@ -507,7 +509,9 @@ def order_consumer_stream(tensor, consumer_stream: int) -> None:
     hit = _overlapping(tensor, want_mut=True)
     if hit is None or hit[0].stream is None:
         return
+    from cutile_lab.runtime.device import gpu
     from cutile_lab.runtime.memory import wait_event_handle
+    gpu()                      # recording needs the context current in this thread
     ev = hit[0].stream.record()
     # DLPack's 1 (legacy default) and 2 (per-thread default) are the driver's own
     # CU_STREAM_LEGACY / CU_STREAM_PER_THREAD handles, so the value passes through.
