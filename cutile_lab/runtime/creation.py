@@ -153,7 +153,9 @@ def from_numpy(array, dtype=None) -> DeviceOp:
 
 
 def empty(shape, dtype=None) -> Tensor:
-    """An uninitialised tensor, allocated now (on the runtime's default stream)."""
+    """An uninitialised tensor, allocated now from the memory pool, stream-ordered on the
+    runtime's default stream and without a host wait: work started on another stream is
+    ordered after the allocation when it starts (``GpuContext.order_after_allocations``)."""
     shape = normalize_shape(shape)
     dt = as_dtype(dtype)
     if current_backend() == "sim":
@@ -161,9 +163,7 @@ def empty(shape, dtype=None) -> Tensor:
         return Tensor(HostStorage(flat.ctypes.data, flat.nbytes, flat), dt, shape,
                       origin=user_call_site())
     from cutile_lab.runtime.device import gpu
-    g = gpu()
-    storage = allocate(math.prod(shape) * dt.itemsize, g.default_stream, g.device)
-    g.default_stream.sync()
+    storage = gpu().allocate_now(math.prod(shape) * dt.itemsize)
     return Tensor(storage, dt, shape, origin=user_call_site())
 
 

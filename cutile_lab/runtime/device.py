@@ -127,6 +127,12 @@ class GpuContext:
         self._next = 0
         self._pool_lock = threading.Lock()
         self.pool_release_threshold = keep_freed_memory(self.device)
+        # allocations made outside any chain (``cl.empty``) go on the default stream; work on
+        # another stream is ordered after them by ``order_after_allocations``
+        self.alloc_epoch = 0          # bumped after each such allocation
+        self._fence = (0, None)       # (epoch, event recorded on the default stream then)
+        self._ordered: dict = {}      # stream handle -> the epoch it waited for
+        self._fence_lock = threading.Lock()
         self._keys: dict = {}       # id(stream) -> (stream, handle, c_void_p) for streams we hold
         self.info = _device_info(self.device, index)
         self.arch = self.info.arch
@@ -156,6 +162,34 @@ class GpuContext:
             self._keys.clear()
         self._keys[id(s)] = hit
         return hit
+
+    def allocate_now(self, nbytes: int):
+        """Device memory for ``cl.empty``: from the pool, stream-ordered on the default stream,
+        without waiting on the host. A chain started on another stream is ordered after it
+        (``order_after_allocations``); one on the default stream is ordered by the stream."""
+        from cutile_lab.runtime.memory import allocate
+        storage = allocate(nbytes, self.default_stream, self.device)
+        self.alloc_epoch += 1         # after the allocation is enqueued (the fence follows it)
+        return storage
+
+    def order_after_allocations(self, stream, lane) -> None:
+        """Make ``stream`` (CUstream handle ``lane``) wait for the allocations made on the
+        default stream so far: one event recorded there per batch of allocations, one
+        ``cuStreamWaitEvent`` per stream and batch (nothing when nothing was allocated since
+        this stream last waited)."""
+        from cutile_lab.runtime.memory import wait_event_handle
+        with self._fence_lock:
+            epoch = self.alloc_epoch
+            if self._ordered.get(lane) == epoch:
+                return
+            fenced, ev = self._fence
+            if fenced != epoch or ev is None:
+                ev = self.default_stream.record()
+                self._fence = (epoch, ev)
+            wait_event_handle(stream, ev.handle)
+            if len(self._ordered) >= 256:
+                self._ordered.clear()
+            self._ordered[lane] = epoch
 
     def ensure_current(self) -> None:
         """Make the device's context current in the calling thread (once per thread)."""

@@ -268,6 +268,8 @@ def _start(op: DeviceOp, stream, *, for_sync: bool) -> "Pending":
         lane, handle = hit[1], hit[2]
     else:
         lane, handle = g.stream_handles(s)
+    if g.alloc_epoch and g._ordered.get(lane) != g.alloc_epoch and s is not g.default_stream:
+        g.order_after_allocations(s, lane)     # memory ``cl.empty`` made on the default stream
     flight = Flight(op.label, op._where, "gpu", s, lane)
     ownership.register(flight)
     ctx = ExecContext("gpu", s, flight, None, g, handle)

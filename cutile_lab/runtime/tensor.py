@@ -258,6 +258,13 @@ class Tensor:
                                  "__array_interface__ / np.asarray(t)")
         self._check("export it (__cuda_array_interface__)")
         stream = ownership.pending_reader_stream(self)
+        if stream is None and not self.storage.foreign:
+            from cutile_lab.runtime import device as _dev
+            g = _dev._context
+            if g is not None and g.alloc_epoch:
+                # ``cl.empty`` allocates on the default stream without a host wait: the consumer
+                # orders its work after that stream
+                stream = _dev.gpu().stream_key(g.default_stream)
         return {
             "shape": self.shape,
             "typestr": typestr(self.dtype),
@@ -291,6 +298,10 @@ class Tensor:
             raise BufferError(f"this tensor is on DLPack device {mine}, not {tuple(dl_device)}")
         if self.backend == "gpu" and stream is not None and stream != -1:
             ownership.order_consumer_stream(self, stream)
+            from cutile_lab.runtime import device as _dev
+            g = _dev.gpu()
+            if g.alloc_epoch:         # memory ``cl.empty`` made on the default stream
+                g.order_after_allocations(int(stream), int(stream))
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         return export_capsule(data_ptr=self.ptr, shape=self.shape, strides=self.strides,
                               dl_dtype=to_dlpack(self.dtype), device_type=mine[0],
