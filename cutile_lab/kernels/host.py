@@ -23,12 +23,13 @@ def _tensor(x):
     return asarray(x)
 
 
-def _arch() -> str | None:
+def _arch() -> tuple[str, str] | None:
+    """The tuning target: (device key, architecture) of the GPU in use; None on the simulator."""
     from cutile_lab.runtime import backend
     if backend() != "gpu":
         return None
-    from cutile_lab.runtime import device_info
-    return device_info().arch
+    from cutile_lab.kernels.tuning import device_target
+    return device_target()
 
 
 def _pow2(n: int) -> int:
