@@ -71,7 +71,7 @@ class Graph:
         # everything else it uses must still be alive (not moved, not unpartitioned) to replay
         self._watch = [o for o in self.keep if getattr(o, "moved", None) is None
                        and hasattr(o, "moved")]
-        self._borrows = [(e[4] or "argument", e[3], e[2]) for e in self.entries]
+        self._borrows = [(e.param or "argument", e.tensor, e.mut) for e in self.entries]
         self._ranges = ownership.launch_ranges(self._borrows)
 
     def _capture_core(self, g, s, record) -> None:
@@ -97,15 +97,19 @@ class Graph:
         self.num_kernels = capture.kernels
 
     # --- replay ----------------------------------------------------------------------------------
-    def _check_replay(self, where, lane=ownership.NO_LANE) -> None:
+    def _check_replay(self, where, lane=ownership.NO_LANE, flight=None) -> None:
+        """Moves and in-flight conflicts of a replay; ``flight``: the replay's own, registered
+        with its borrows before this check (so that of two threads racing for the same memory,
+        the second to take the registry's lock sees the first's borrows)."""
         for obj in self._watch:
             if obj.moved is not None:
                 ownership.raise_use_after_move(obj, f"replay {self.label}", where=where)
-        if lane is ownership.NO_LANE or ownership.others_than_lane(lane):
-            diags = [d for _, d in ownership.check_launch_borrows(self._borrows, None, where,
-                                                                  lane, self._ranges)]
-            if diags:
-                raise ownership.OwnershipError(diags)
+        with ownership._lock:
+            if lane is ownership.NO_LANE or ownership.others_than_lane(lane):
+                diags = [d for _, d in ownership.check_launch_borrows(
+                    self._borrows, flight, where, lane, self._ranges)]
+                if diags:
+                    raise ownership.OwnershipError(diags)
 
     def launch(self, n: int = 1, stream=None) -> Pending:
         """Enqueue ``n`` replays and return at once (``pending.wait()`` for the result)."""
@@ -124,12 +128,16 @@ class Graph:
         gpu()                  # current in this thread (a replay may come from any thread)
         s = as_core_stream(stream) if stream is not None else self._stream
         lane, handle = self._gpu.stream_handles(s)
-        self._check_replay(where, lane)
         flight = Flight(self.label, where, "gpu", s, lane)
         flight.entries = list(self.entries)
         flight.keep = [self]
         flight.result = self.result
         ownership.register(flight)
+        try:
+            self._check_replay(where, lane, flight)
+        except BaseException:
+            ownership.release(flight)
+            raise
         try:
             raw = self._raw
             if raw is None:

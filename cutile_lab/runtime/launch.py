@@ -45,7 +45,7 @@ from cutile_lab.runtime import device as _device
 from cutile_lab.runtime import driver
 from cutile_lab.runtime.callsite import user_site
 from cutile_lab.runtime.ops import DeviceOp, ExecContext, Pending, _start, as_core_stream
-from cutile_lab.runtime.ownership import OwnershipError
+from cutile_lab.runtime.ownership import Borrow, OwnershipError
 from cutile_lab.runtime.partition import Partition
 from cutile_lab.runtime.tensor import Tensor
 
@@ -252,8 +252,9 @@ class LaunchOp(DeviceOp):
         joins the previous start's flight: same memory borrowed, same line, ordered after it.
         Only the checks that can change run (moves); the launch goes straight to the driver.
 
-        No lock is taken: the flight is checked again after the launch, and if another thread
-        covered or released it meanwhile, this launch gets a flight of its own."""
+        The join is decided and the launch enqueued under the ownership registry's lock: no
+        other thread can register a conflicting flight, or see the joined flight complete,
+        between the check and the launch."""
         f = self._reuse
         g = _device._context
         if f is not None and stream is not None and f.raw is not None \
@@ -264,55 +265,51 @@ class LaunchOp(DeviceOp):
                 lane, handle = hit[1], hit[2]
             else:
                 lane, handle = g.stream_handles(as_core_stream(stream))
-            measure = MEASURE[0]
-            if measure:
-                t0 = time.perf_counter()
-            flights = ownership._lanes.get(lane)
-            # the join: nothing in flight elsewhere (no conflict possible), the lane's last
-            # flight is this launch from this line, enqueued, uncovered; nothing moved
-            if flights and ownership._count == len(flights):
-                last = flights[-1]
-                if last.reuse is f and last.event is None and last.ready and not last.done \
-                        and (last._where is self._where or last._where == self._where):
-                    for o in f.movers:
-                        if o.moved is not None:
-                            break
-                    else:
-                        if measure:
-                            STATS["check_s"] += time.perf_counter() - t0
-                            STATS["checks"] += 1
-                        raw = f.raw
-                        if f.scalars:
-                            err = raw.launch(handle, f.scalars)
-                        elif raw.ex is not None:
-                            cfg = raw.configs.get(lane)
-                            err = raw.ex(cfg if cfg is not None else raw.config(lane),
-                                         raw.func, raw.ptrs, None)
-                        else:
-                            err = raw.launch_kernel(handle, raw.ptrs, None)
-                        if not err:
-                            if last.event is None and not last.done:
-                                p = last.pending
-                                if p is None:
-                                    p = last.pending = Pending(last)
-                                return p
-                            return self._own_flight(f, last.stream, lane)
+            pending = self._join(f, lane, handle)
+            if pending is not None:
+                return pending
         pending = _start(self, stream, for_sync=False)
         flight = pending.flight
         if self._reuse is not None and flight.backend == "gpu":
             flight.reuse = self._reuse
         return pending
 
-    def _own_flight(self, f, stream, lane):
-        """A flight of its own for a launch already enqueued (its join raced another thread)."""
-        flight = ownership.Flight(self.label, self._where, "gpu", stream, lane)
-        flight.entries = list(f.borrow_entries)
-        flight.keep = list(f.keep) + [f]
-        flight.result = f.result
-        flight.reuse = f
-        ownership.register(flight)
-        flight.ready = True
-        return Pending(flight)
+    def _join(self, f, lane, handle):
+        """The Pending of the lane's last flight, with this launch enqueued after it, when the
+        join applies (nothing in flight elsewhere, so no conflict is possible; the lane's last
+        flight is this launch from this line, enqueued, uncovered; nothing moved); else None."""
+        measure = MEASURE[0]
+        if measure:
+            t0 = time.perf_counter()
+        with ownership._lock:
+            flights = ownership._lanes.get(lane)
+            if not flights or ownership._count != len(flights):
+                return None
+            last = flights[-1]
+            if last.reuse is not f or last.event is not None or not last.ready or last.done \
+                    or not (last._where is self._where or last._where == self._where):
+                return None
+            for o in f.movers:
+                if o.moved is not None:
+                    return None
+            if measure:
+                STATS["check_s"] += time.perf_counter() - t0
+                STATS["checks"] += 1
+            raw = f.raw
+            if f.scalars:
+                err = raw.launch(handle, f.scalars)
+            elif raw.ex is not None:
+                cfg = raw.configs.get(lane)
+                err = raw.ex(cfg if cfg is not None else raw.config(lane), raw.func, raw.ptrs,
+                             None)
+            else:
+                err = raw.launch_kernel(handle, raw.ptrs, None)
+            if err:
+                return None           # not enqueued: the ordinary start reports the error
+            p = last.pending
+            if p is None:
+                p = last.pending = Pending(last)
+            return p
 
     # --- binding arguments to parameters -------------------------------------------------------
     def _bind(self, args, kwargs):
@@ -369,20 +366,23 @@ class LaunchOp(DeviceOp):
             self._adopt(f)
         # the same argument objects as a start that passed every check: only what can change
         # between two starts is checked again
-        if MEASURE[0]:
+        measure = MEASURE[0]
+        if measure:
             t0 = time.perf_counter()
-            self._check_again(f, ctx)
+        for o in f.movers:
+            if o.moved is not None:
+                self._raise_moved(self.bound, ctx)
+        flight = ctx.flight
+        # published before the check, both under the registry's lock: of two threads racing
+        # for the same memory, the second to take the lock sees the first's borrows
+        with ownership._lock:
+            flight.entries.extend(f.borrow_entries)
+            # ownership.others_in_flight, inlined: work in flight on another stream?
+            if ownership._count > len(ownership._lanes.get(flight.lane, ())):
+                self._check_in_flight(self.bound, f.entry, ctx)
+        if measure:
             STATS["check_s"] += time.perf_counter() - t0
             STATS["checks"] += 1
-        else:
-            for o in f.movers:
-                if o.moved is not None:
-                    self._raise_moved(self.bound, ctx)
-            if ownership._count:
-                flight = ctx.flight
-                # ownership.others_in_flight, inlined: work in flight on another stream?
-                if flight is None or ownership._count > len(ownership._lanes.get(flight.lane, ())):
-                    self._check_in_flight(self.bound, f.entry, ctx)
         entry = f.entry
         if entry.run:
             raw = f.raw
@@ -396,12 +396,9 @@ class LaunchOp(DeviceOp):
                 self._run_gpu(self.bound, entry, ctx, f.args)
             else:
                 self._run_sim(self.bound, entry.consts, entry.grid)
-        flight = ctx.flight
-        if flight is not None:
-            flight.entries.extend(f.borrow_entries)
-            keep = flight.keep
-            keep.extend(f.keep)
-            keep.append(f)
+        keep = flight.keep
+        keep.extend(f.keep)
+        keep.append(f)
         return f.result
 
     def _adopt(self, f) -> None:
@@ -412,13 +409,6 @@ class LaunchOp(DeviceOp):
         self._result = f.result
         if entry.plan is not None:
             self.compiled = entry.plan.compiled
-
-    def _check_again(self, f, ctx) -> None:
-        for o in f.movers:
-            if o.moved is not None:
-                self._raise_moved(self.bound, ctx)
-        if ownership.others_in_flight(ctx.flight):
-            self._check_in_flight(self.bound, f.entry, ctx)
 
     def _enqueue_first(self, ctx: ExecContext):
         """A start with arguments not seen by this op before: the cache key of their layout,
@@ -454,9 +444,15 @@ class LaunchOp(DeviceOp):
             entry = self._prepare(values, ctx, key)
         self._entry = entry
         self.diagnostics = entry.diagnostics
-        # in-flight work of other chains (streams): TL104 / TL105
-        if ownership.others_in_flight(ctx.flight):
-            self._check_in_flight(values, entry, ctx)
+        borrow_entries, keep = _borrows(entry, values)
+        # in-flight work of other chains (streams): TL104 / TL105. This launch's borrows are
+        # published before the check, both under the registry's lock: of two threads racing
+        # for the same memory, the second to take the lock sees the first's borrows
+        flight = ctx.flight
+        with ownership._lock:
+            flight.entries.extend(borrow_entries)
+            if ownership.others_in_flight(flight):
+                self._check_in_flight(values, entry, ctx)
         if measure:
             STATS["check_s"] += time.perf_counter() - t0
             STATS["checks"] += 1
@@ -483,30 +479,14 @@ class LaunchOp(DeviceOp):
                         raw = None
                 else:
                     args = self._run_gpu(values, entry, ctx)
-        # the in-flight record: what this launch reads and writes
-        borrow_entries, keep = [], []
-        for name, mut in entry.arrays:
-            v = values[name]
-            if type(v) is Partition:
-                keep.append(v)
-                t = v.tensor
-                src = v._source         # a borrowing partition: the lent tensor too
-                if src is not None:
-                    lo, hi = src.range
-                    borrow_entries.append((lo, hi, True, src, name))
-            else:
-                t = v
-            lo, hi = t.range
-            if hi > lo:
-                borrow_entries.append((lo, hi, mut, t, name))
-            keep.append(t)
         result = self._args
         if result is None:
             result = tuple(returned[n] for n in info.names if n in returned)
         f = None
         if plain:
             self._result = result
-            f = _ReusableStart(ctx.backend, entry, tuple(movers), borrow_entries, keep, result, self.bound)
+            f = _ReusableStart(ctx.backend, entry, tuple(movers), borrow_entries, keep, result,
+                               self.bound)
             if entry.run and ctx.backend == "gpu":
                 f.raw = raw
                 f.scalars = scalars
@@ -514,12 +494,9 @@ class LaunchOp(DeviceOp):
             self._reuse = f
             if self._args is not None:
                 info.recent = weakref.ref(f)
-        flight = ctx.flight
-        if flight is not None:
-            flight.entries.extend(borrow_entries)
-            flight.keep.extend(keep)
-            if f is not None:
-                flight.keep.append(f)     # shared with later ops of the same arguments
+        flight.keep.extend(keep)
+        if f is not None:
+            flight.keep.append(f)         # shared with later ops of the same arguments
         return result
 
     def _raw_failed(self, entry, ctx, args, values=None):
@@ -704,6 +681,28 @@ class LaunchOp(DeviceOp):
         from cutile_lab.runtime.callsite import describe
         args = ", ".join(f"{k}={_short(v)}" for k, v in self.bound.items())
         return f"<DeviceOp launch {self.label}({args}) (lazy) from {describe(self.where)}>"
+
+
+def _borrows(entry, values) -> tuple[list, list]:
+    """(the in-flight record's ``Borrow``s of a launch — what it reads and writes —, the
+    objects the work keeps alive)."""
+    borrows, keep = [], []
+    for name, mut in entry.arrays:
+        v = values[name]
+        if type(v) is Partition:
+            keep.append(v)
+            t = v.tensor
+            src = v._source         # a borrowing partition: the lent tensor too
+            if src is not None:
+                lo, hi = src.range
+                borrows.append(Borrow(lo, hi, True, src, name))
+        else:
+            t = v
+        lo, hi = t.range
+        if hi > lo:
+            borrows.append(Borrow(lo, hi, mut, t, name))
+        keep.append(t)
+    return borrows, keep
 
 
 def _short(v) -> str:

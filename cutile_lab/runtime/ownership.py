@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from cutile_lab.errors import Diagnostic, KernelDiagnosticsError, Label, Span
 from cutile_lab.runtime.callsite import describe, user_call_site
@@ -47,6 +48,16 @@ class MoveRecord:
     label: str = "moved here"
 
 
+class Borrow(NamedTuple):
+    """One byte range in-flight work reads or writes (an entry of ``Flight.entries``)."""
+
+    lo: int                   # [lo, hi) byte addresses
+    hi: int
+    mut: bool                 # written (a mutable borrow), else only read
+    tensor: object            # the tensor (view) the work was given
+    param: str                # the kernel parameter it was passed as ("" when none)
+
+
 class Flight:
     """One started DeviceOp chain: in flight until ``event`` completes (gpu) or it ran (sim)."""
 
@@ -62,7 +73,7 @@ class Flight:
         self.stream = stream
         self.event = None
         self.done = False
-        self.entries: list = []      # (lo, hi, mut, tensor, param)
+        self.entries: list = []      # Borrow(lo, hi, mut, tensor, param)
         self.keep: list = []         # objects that must live until the work completes
         self.runner = None           # sim: the deferred work
         self.result = None
@@ -150,7 +161,7 @@ def others_than_lane(lane) -> bool:
 def add_borrow(flight: Flight, tensor, mut: bool, param: str = "") -> None:
     lo, hi = tensor.range
     if hi > lo:
-        flight.entries.append((lo, hi, mut, tensor, param))
+        flight.entries.append(Borrow(lo, hi, mut, tensor, param))
     flight.keep.append(tensor)
 
 
@@ -161,8 +172,9 @@ def publish(flight: Flight) -> None:
     if BORROWS is None or flight.done or flight.published:
         return
     flight.published = True
-    for lo, hi, mut, tensor, param in flight.entries:
-        if mut:
+    for b in flight.entries:
+        tensor = b.tensor
+        if b.mut:
             BORROWS.borrow_mut(tensor.id, flight, flight.where, flight.label)
         else:
             BORROWS.borrow_shared(tensor.id, flight, flight.where, flight.label)
@@ -348,7 +360,7 @@ def _overlapping(tensor, *, want_mut: bool, exclude: Flight | None = None,
                 if f is exclude or f.done:
                     continue
                 for entry in f.entries:
-                    elo, ehi, emut = entry[0], entry[1], entry[2]
+                    elo, ehi, emut, _, _ = entry
                     if elo < hi and lo < ehi and (emut or want_mut):
                         if not f.query() and found is None:
                             found = (f, entry)
@@ -403,12 +415,12 @@ def check_host_access(tensor, what: str, *, write: bool = False) -> None:
                               tensor.name or user_name_of(tensor))
         if d is not None and d.code != "TL102":
             raise OwnershipError([d])
-    mut = entry[2]
+    mut = entry.mut
     code = "TL103" if mut else "TL105"
     verb = "writing" if mut else "reading"
     labels = (Label(flight.where, f"`{flight.label}` launched here, still in flight"),) \
         if flight.where else ()
-    param = f" (as `{entry[4]}`)" if entry[4] else ""
+    param = f" (as `{entry.param}`)" if entry.param else ""
     diag = Diagnostic(
         code, "error",
         f"cannot {what}: in-flight work {flight.describe()} is {verb} "
@@ -446,7 +458,7 @@ def check_launch_borrows(args, exclude: Flight | None, where,
             if d is not None:
                 out.append((param, d))
                 continue
-        emut = entry[2]
+        emut = entry.mut
         code = "TL104" if emut else "TL105"
         verb = "writing" if emut else "reading"
         labels = (Label(flight.where, f"`{flight.label}` launched here, still in flight"),) \
@@ -455,7 +467,7 @@ def check_launch_borrows(args, exclude: Flight | None, where,
         out.append((param, Diagnostic(
             code, "error",
             f"{what}: in-flight work {flight.describe()} is {verb} this memory"
-            + (" (through another view of it)" if entry[3] is not tensor else ""),
+            + (" (through another view of it)" if entry.tensor is not tensor else ""),
             where, labels,
             help="wait for that work first (`.sync()`, `await`, `pending.wait()`), or chain "
                  "this launch after it with `.then(...)` so that the stream orders them")))
@@ -481,7 +493,7 @@ def _any_conflict(ranges, exclude, exclude_lane) -> bool:
                 if f is exclude or f.done:
                     continue
                 for entry in f.entries:
-                    elo, ehi, emut = entry[0], entry[1], entry[2]
+                    elo, ehi, emut, _, _ = entry
                     for lo, hi, mut in ranges:
                         if elo < hi and lo < ehi and (emut or mut):
                             return True
@@ -550,7 +562,7 @@ def _reset_for_tests() -> None:
         BORROWS.clear()
 
 
-__all__ = ["OwnershipError", "MoveRecord", "Flight", "register", "add_borrow", "release",
+__all__ = ["OwnershipError", "MoveRecord", "Borrow", "Flight", "register", "add_borrow", "release",
            "release_through",
            "reap", "live_flights", "raise_use_after_move", "check_host_access",
            "check_launch_borrows", "pending_reader_stream", "order_consumer_stream", "wait_ready"]

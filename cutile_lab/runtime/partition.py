@@ -145,7 +145,7 @@ def wait_for(tensor) -> None:
     """Wait for every in-flight flight that touches ``tensor``'s memory."""
     from cutile_lab.runtime.ops import wait_flight
     for f in ownership.live_flights():
-        if any(e[3] is tensor for e in f.entries) or any(k is tensor for k in f.keep):
+        if any(e.tensor is tensor for e in f.entries) or any(k is tensor for k in f.keep):
             wait_flight(f)
 
 
