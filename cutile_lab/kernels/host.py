@@ -10,10 +10,13 @@ from cutile_lab.kernels import flash_attention as _attention
 from cutile_lab.kernels import elementwise as _elementwise
 from cutile_lab.kernels import matmul as _gemm
 from cutile_lab.kernels import rowwise as _rowwise
-from cutile_lab.kernels.tuning import config, hints_text
+from cutile_lab.kernels.tuning import config, device_target, hints_text
+from cutile_lab import runtime as _runtime
 
 
 def _tensor(x):
+    if type(x) is _runtime.Tensor:
+        return x
     from cutile_lab.runtime import Tensor, asarray, backend, from_numpy
     if isinstance(x, Tensor):
         return x
@@ -25,10 +28,8 @@ def _tensor(x):
 
 def _arch() -> tuple[str, str] | None:
     """The tuning target: (device key, architecture) of the GPU in use; None on the simulator."""
-    from cutile_lab.runtime import backend
-    if backend() != "gpu":
+    if _runtime.backend() != "gpu":
         return None
-    from cutile_lab.kernels.tuning import device_target
     return device_target()
 
 

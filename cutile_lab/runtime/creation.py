@@ -16,7 +16,7 @@ from cutile_lab.errors import LaunchError
 from cutile_lab.language.dtypes import DType
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime.backend import backend as current_backend
-from cutile_lab.runtime.callsite import user_call_site
+from cutile_lab.runtime.callsite import user_site
 from cutile_lab.runtime.dtypes import as_dtype, numpy_dtype
 from cutile_lab.runtime.memory import DeviceStorage, HostStorage, allocate, copy, fill
 from cutile_lab.runtime.ops import DeviceOp, ExecContext
@@ -67,7 +67,7 @@ class CreateOp(DeviceOp):
         raise AssertionError(self.kind)
 
     def _enqueue(self, ctx: ExecContext) -> Tensor:
-        where = self.where
+        where = self._where           # (file, line): a Span only when a message needs one
         if ctx.backend == "sim":
             if self.kind == "zeros":
                 data = np.zeros(self.shape, dtype=numpy_dtype(self.dtype))
@@ -161,10 +161,10 @@ def empty(shape, dtype=None) -> Tensor:
     if current_backend() == "sim":
         flat = np.empty(math.prod(shape), dtype=numpy_dtype(dt))
         return Tensor(HostStorage(flat.ctypes.data, flat.nbytes, flat), dt, shape,
-                      origin=user_call_site())
+                      origin=user_site())
     from cutile_lab.runtime.device import gpu
     storage = gpu().allocate_now(math.prod(shape) * dt.itemsize)
-    return Tensor(storage, dt, shape, origin=user_call_site())
+    return Tensor(storage, dt, shape, origin=user_site())
 
 
 # --- wrapping other libraries' arrays ----------------------------------------------------------
@@ -229,7 +229,7 @@ def _wrap_torch(obj, dtype) -> Tensor:
         stream = torch.cuda.current_stream(obj.device)
         ready = _record_ready_on(int(stream.cuda_stream))
         st = DeviceStorage(obj.data_ptr(), nbytes, obj, obj.device.index or 0, ready, True)
-        return Tensor(st, dt, shape, strides, origin=user_call_site())
+        return Tensor(st, dt, shape, strides, origin=user_site())
     return _wrap_host(obj.numpy() if dt.name != "bf16" else obj.view(__import__("torch").int16)
                       .numpy().view(numpy_dtype(dt)), dt)
 
@@ -251,7 +251,7 @@ def _wrap_cai(obj) -> Tensor:
     ready = _record_ready_on(int(stream)) if stream not in (None, 0) else None
     st = DeviceStorage(ptr, _span_bytes(shape, strides, dt.itemsize), obj, _device_of(ptr),
                        ready, True)
-    return Tensor(st, dt, shape, strides, origin=user_call_site())
+    return Tensor(st, dt, shape, strides, origin=user_site())
 
 
 def _device_of(ptr: int) -> int:
@@ -286,7 +286,7 @@ def _wrap_dlpack(obj) -> Tensor:
     ready = _record_ready_on(consumer)
     st = DeviceStorage(imp.data_ptr, _span_bytes(imp.shape, imp.strides, dt.itemsize), imp,
                        dev_id, ready, True)
-    return Tensor(st, dt, imp.shape, imp.strides, origin=user_call_site())
+    return Tensor(st, dt, imp.shape, imp.strides, origin=user_site())
 
 
 def _wrap_host(array: np.ndarray, dtype) -> Tensor:
@@ -303,7 +303,7 @@ def _wrap_host(array: np.ndarray, dtype) -> Tensor:
         flat = np.lib.stride_tricks.as_strided(array, (span // array.itemsize,),
                                                (array.itemsize,))
         st = HostStorage(array.ctypes.data, span, flat)
-        return Tensor(st, dt, array.shape, strides, origin=user_call_site())
+        return Tensor(st, dt, array.shape, strides, origin=user_site())
     return from_numpy(array, dt).sync()
 
 

@@ -32,6 +32,7 @@ The result of a launch hands ownership back: the tuple of its arguments, partiti
 from __future__ import annotations
 
 import ast
+import functools
 import threading
 import time
 import weakref
@@ -683,6 +684,9 @@ class LaunchOp(DeviceOp):
         return f"<DeviceOp launch {self.label}({args}) (lazy) from {describe(self.where)}>"
 
 
+_borrow = functools.partial(tuple.__new__, Borrow)      # Borrow(...) at a plain tuple's cost
+
+
 def _borrows(entry, values) -> tuple[list, list]:
     """(the in-flight record's ``Borrow``s of a launch — what it reads and writes —, the
     objects the work keeps alive)."""
@@ -695,12 +699,12 @@ def _borrows(entry, values) -> tuple[list, list]:
             src = v._source         # a borrowing partition: the lent tensor too
             if src is not None:
                 lo, hi = src.range
-                borrows.append(Borrow(lo, hi, True, src, name))
+                borrows.append(_borrow((lo, hi, True, src, name)))
         else:
             t = v
         lo, hi = t.range
         if hi > lo:
-            borrows.append(Borrow(lo, hi, mut, t, name))
+            borrows.append(_borrow((lo, hi, mut, t, name)))
         keep.append(t)
     return borrows, keep
 

@@ -27,7 +27,6 @@ of a borrowed tensor (``z[100:110]`` while ``z[:128]`` is written) are caught to
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from cutile_lab.errors import Diagnostic, KernelDiagnosticsError, Label, Span
@@ -40,12 +39,25 @@ class OwnershipError(KernelDiagnosticsError):
     code = "CL052"
 
 
-@dataclass
 class MoveRecord:
-    where: Span | None        # the user's line that moved it
-    what: str                 # "was moved into a partition of (128,) tiles"
-    partition_id: int = 0
-    label: str = "moved here"
+    """A tensor or partition used up: moved into a partition, given back, a borrow ended."""
+
+    __slots__ = ("_where", "what", "partition_id", "label", "published")
+
+    def __init__(self, where, what: str, partition_id: int = 0, label: str = "moved here"):
+        self._where = where       # the user's line: (file, line) until a message needs a Span
+        self.what = what          # "was moved into a partition of (128,) tiles"
+        self.partition_id = partition_id
+        self.label = label
+        self.published = False    # told to the checker's BorrowState (only when a message needs)
+
+    @property
+    def where(self) -> Span | None:
+        w = self._where
+        if isinstance(w, tuple):
+            from cutile_lab.runtime.callsite import as_span
+            w = self._where = as_span(w)
+        return w
 
 
 class Borrow(NamedTuple):
@@ -180,15 +192,12 @@ def publish(flight: Flight) -> None:
             BORROWS.borrow_shared(tensor.id, flight, flight.where, flight.label)
 
 
-def moved(tensor, where) -> None:
-    if BORROWS is not None:
-        BORROWS.moved(tensor.id, where)
-
-
-def forget_moved(tensor_id: int) -> None:
-    """A moved tensor object is gone: nothing can use it any more."""
-    if BORROWS is not None:
-        BORROWS.restored(tensor_id)
+def forget_moved(tensor) -> None:
+    """A moved tensor object is gone: nothing can use it any more (the checker's BorrowState
+    forgets the move if it was told of it)."""
+    rec = tensor.moved
+    if BORROWS is not None and rec is not None and rec.published:
+        BORROWS.restored(tensor.id)
 
 
 def _retire(f: Flight) -> None:
@@ -380,8 +389,11 @@ def raise_use_after_move(tensor, what: str, where: Span | None = None, how: str 
     from cutile_lab.runtime.callsite import as_span
     rec = tensor.moved
     where = as_span(where) or user_call_site()
-    if BORROWS is not None and rec.label == "moved into a partition here" \
-            and BORROWS.is_moved(tensor.id):
+    if BORROWS is not None and rec.label == "moved into a partition here":
+        # moves are told to the checker's BorrowState lazily, when it words a message
+        if not rec.published:
+            rec.published = True
+            BORROWS.moved(tensor.id, rec.where)
         from cutile_lab.runtime.callsite import user_name_of
         d = BORROWS.check_use(tensor.id, how, where, getattr(tensor, "name", None)
                               or user_name_of(tensor))
