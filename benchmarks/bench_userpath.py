@@ -338,6 +338,18 @@ def write(bench: UserPath, out: str | None, label: str | None) -> Path:
     return dirs[-1] / f"{stem}.json"
 
 
+def markdown_table(rows: list[dict]) -> str:
+    """The README's table of a run: per case the user-path and the kernel-only ratio."""
+    lines = ["| call | user path (call + `.sync()`) | kernel only (events) |",
+             "| --- | --- | --- |"]
+    for r in rows:
+        u = (f"{r['user_ratio']:.2f}x ({r['user_us']:.0f} µs against {r['torch_user_us']:.0f})"
+             if "user_ratio" in r else "-")
+        k = f"{r['kernel_ratio']:.2f}x" if "kernel_ratio" in r else "-"
+        lines.append(f"| `{r['case']}` | {u} | {k} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out")
@@ -345,7 +357,14 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer sizes and rounds")
     ap.add_argument("--profile", action="store_true", help="cProfile the tiny library call")
     ap.add_argument("--label", help="suffix of the results files (e.g. 'before')")
+    ap.add_argument("--table", metavar="JSON", help="only print the markdown table of a results "
+                                                    "file (no GPU needed)")
     args = ap.parse_args(argv)
+    if args.table:
+        data = json.loads(Path(args.table).read_text())
+        print(f"{data['device']}, {data['date'][:10]}\n")
+        print(markdown_table(data["rows"]))
+        return 0
     chosen = args.only.split(",") if args.only else list(FAMILIES)
     unknown = [c for c in chosen if c not in FAMILIES]
     if unknown:

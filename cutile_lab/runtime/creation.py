@@ -14,6 +14,7 @@ import numpy as np
 
 from cutile_lab.errors import LaunchError
 from cutile_lab.language.dtypes import DType
+from cutile_lab.runtime import device as _device
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime.backend import backend as current_backend
 from cutile_lab.runtime.callsite import user_site
@@ -162,8 +163,7 @@ def empty(shape, dtype=None) -> Tensor:
         flat = np.empty(math.prod(shape), dtype=numpy_dtype(dt))
         return Tensor(HostStorage(flat.ctypes.data, flat.nbytes, flat), dt, shape,
                       origin=user_site())
-    from cutile_lab.runtime.device import gpu
-    storage = gpu().allocate_now(math.prod(shape) * dt.itemsize)
+    storage = _device.gpu().allocate_now(math.prod(shape) * dt.itemsize)
     return Tensor(storage, dt, shape, origin=user_site())
 
 

@@ -29,6 +29,7 @@ import threading
 from dataclasses import dataclass
 
 from cutile_lab.errors import NoDeviceError
+from cutile_lab.runtime.memory import allocate
 
 _lock = threading.Lock()
 _thread = threading.local()      # .ctx: the GpuContext made current in this thread
@@ -167,7 +168,6 @@ class GpuContext:
         """Device memory for ``cl.empty``: from the pool, stream-ordered on the default stream,
         without waiting on the host. A chain started on another stream is ordered after it
         (``order_after_allocations``); one on the default stream is ordered by the stream."""
-        from cutile_lab.runtime.memory import allocate
         storage = allocate(nbytes, self.default_stream, self.device)
         self.alloc_epoch += 1         # after the allocation is enqueued (the fence follows it)
         return storage
