@@ -47,7 +47,15 @@ from benchmarks.common import (event_times, median, to_torch, torch_event_times,
                                try_import, use_gpu, versions)
 from cutile_lab.lang import *                                             # noqa: E402,F401,F403
 
-FAMILIES = ("tiny", "add", "rowwise", "gemm", "attention")
+FAMILIES = ("tiny", "add", "rowwise", "gemm", "attention", "attention_variants")
+
+# attention schedules and tiles not tried before (benchmarks/NOTES.md lists what was), each
+# timed by events against SDPA in the same run as the tuned configuration
+ATTENTION_VARIANTS = [
+    (256, 64, {"num_worker_warps": 8, "schedule": "persistent"}),
+    (256, 128, {"num_worker_warps": 8}),
+    (256, 32, {"num_worker_warps": 8}),
+]
 
 
 @cl.kernel
@@ -304,6 +312,44 @@ class UserPath:
                 lambda: sdpa(tq, tk, tv, is_causal=causal), rounds=3, repeats=5)
             self.record("attention", f"K.attention f16 {tag}", user=user, kernel=kern,
                         shape=[B, H, S, D], rel_err=rel, **cfg)
+
+    def attention_variants(self):
+        """Kernel-only ratios against SDPA of the tuned attention and of ``ATTENTION_VARIANTS``,
+        non-causal, each checked against SDPA first."""
+        from cutile_lab.kernels import flash_attention
+        from cutile_lab.kernels.host import _arch
+        from cutile_lab.kernels.tuning import config, hints_text
+        torch = self.torch
+        B, H, S, D = 4, 32, 4096, 128
+        q, k, v = (randn((B * H, S, D), "f16") for _ in range(3))
+        tq, tk, tv = (to_torch(t).view(B, H, S, D) for t in (q, k, v))
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        ref = sdpa(tq, tk, tv).view(B * H, S, D).float()
+        o = cl.empty((B * H, S, D), "f16")
+        to = to_torch(o)
+        scale = 1.0 / math.sqrt(D) * math.log2(math.e)
+        tuned = config("attention", _arch(), variant="non-causal")
+        for BQ, BKV, hints in [(tuned["BQ"], tuned["BKV"],
+                                {h: tuned[h] for h in tuned if h not in ("BQ", "BKV")})] \
+                + ATTENTION_VARIANTS:
+            tag = f"BQ={BQ} BKV={BKV} " + " ".join(f"{h}={x}" for h, x in hints.items())
+            try:
+                kernel = flash_attention.ATTENTION.kernel(dt="f16", hints=hints_text(hints))
+                run = self.prebuilt("attention", kernel, o, (1, BQ, D), q, k, v, scale, BKV=BKV,
+                                    CAUSAL=0)
+                to.fill_(float("nan"))
+                torch.cuda.synchronize()
+                run()
+                self.s.sync()
+            except Exception as e:
+                self.record("attention variant", tag, error=f"{type(e).__name__}: {e}"[:300])
+                continue
+            rel = ((to.float() - ref).norm() / ref.norm()).item()
+            if not rel < 1e-2:
+                self.record("attention variant", tag, error=f"relative error {rel}")
+                continue
+            kern = self.kernel_ratio(run, lambda: sdpa(tq, tk, tv), rounds=3, repeats=5)
+            self.record("attention variant", tag, kernel=kern, rel_err=rel, BQ=BQ, BKV=BKV, **hints)
 
 
 def write(bench: UserPath, out: str | None, label: str | None) -> Path:

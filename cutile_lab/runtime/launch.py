@@ -6,7 +6,10 @@ per-kernel launch-plan cache. A launch, when its chain runs:
 1. resolves arguments: DeviceOps run first on the same stream; torch/CuPy/JAX arrays are wrapped
    without copying; NumPy arrays on the simulator;
 2. refuses moved tensors (TL102), runs the launch-level rules of ``checking.launch_rules`` over
-   ``ArgDesc``s of the real arguments, and the in-flight borrow checks (TL104/TL105);
+   ``ArgDesc``s of the real arguments, and the in-flight borrow checks (TL104/TL105): the
+   launch's borrows are recorded in its flight and checked against the others in one step
+   under the ownership registry's lock, before the launch (threads racing for the same memory:
+   the second to take the lock is refused);
 3. binds the const generics (from the partition's tile shape, the actual dims of shared tensors
    for shape names still unbound, and ``Const`` parameters given as arguments or keywords),
    derives each array's layout (dtype, rank, contiguous inner dimension, base alignment, index
@@ -16,8 +19,8 @@ per-kernel launch-plan cache. A launch, when its chain runs:
 5. packs the arguments in the calling-convention order of ``CompiledKernel.params`` — per array
    (pointer, shape..., strides...) with i32/i64 extents, per scalar a NumPy scalar of its exact
    width — and launches: the driver's ``cuLaunchKernel`` through ctypes with the parameters
-   packed once per entry (``driver.RawLaunch``), ``cuda.core.launch`` while a graph is captured, for
-   foreign memory and wherever ctypes cannot be used; on the simulator it calls
+   packed once per entry (``driver.RawLaunch``), ``cuda.core.launch`` while a graph is captured,
+   for foreign memory and wherever ctypes cannot be used; on the simulator it calls
    ``cutile_lab.simulation.simulate`` instead.
 
 A start of an op whose plain arguments (tensors, partitions, numbers) were started before —

@@ -49,6 +49,24 @@ class DeviceOp:
     """A lazy piece of device work whose result is a value (a tensor, a tuple of arguments...).
 
     Nothing runs until ``sync()``, ``sync_on(stream)``, ``start()`` or ``await``.
+
+    The protocol a new kind of op implements (a launch of a foreign kernel, a library call):
+
+    - ``__init__`` calls ``super().__init__(backend)``: ``"gpu"``, ``"sim"`` or None (the
+      current backend); the user's line is recorded then (``self.where`` names it in errors).
+      Set ``label`` (shown in messages about the op's work in flight).
+    - ``_enqueue(ctx)`` enqueues the work and returns the op's result. It runs in the thread
+      that started the chain, with the device's context current, and must not wait on the host.
+      ``ctx.backend`` is ``"gpu"`` or ``"sim"``; ``ctx.stream`` the cuda.core ``Stream`` (or
+      ``GraphBuilder`` while ``ctx.capture`` is set) to enqueue on, ``ctx.handle`` its
+      ``CUstream`` as a ``ctypes.c_void_p`` (None while capturing); ``ctx.flight`` the
+      in-flight record. Before enqueueing, borrow the memory the work reads and writes with
+      ``ownership.claim(ctx.flight, [(param, tensor, mut), ...], self.where, ctx.flight.lane)``
+      (it raises ``OwnershipError`` on a conflict with other work in flight) and refuse moved
+      tensors (``tensor.moved is not None``: ``ownership.raise_use_after_move``). Arguments that
+      are DeviceOps are enqueued first with ``arg._enqueue(ctx)`` (same stream, in order).
+    - A result a later op consumes is handed back as the value ``_enqueue`` returns; ``then``,
+      ``zip``, ``partition``, graphs and ``await`` then work with the op unchanged.
     """
 
     label = "op"
@@ -161,8 +179,13 @@ class ThenOp(DeviceOp):
             raise LaunchError(".then() takes a function: op.then(lambda result: next_op)")
         self.prev = prev
         self.fn = fn
-        self.label = label or f"{prev.label}.then({getattr(fn, '__name__', 'fn')})"
+        self._label = label
         self._n = _arity(fn)
+
+    @property
+    def label(self) -> str:
+        """``prev.then(fn)`` (worded when a message needs it)."""
+        return self._label or f"{self.prev.label}.then({getattr(self.fn, '__name__', 'fn')})"
 
     def _backend(self):
         return self.prev._backend()

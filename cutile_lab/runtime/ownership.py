@@ -177,6 +177,28 @@ def add_borrow(flight: Flight, tensor, mut: bool, param: str = "") -> None:
     flight.keep.append(tensor)
 
 
+def claim(flight: Flight, args, where, lane=NO_LANE) -> None:
+    """Borrow ``args`` — [(param, tensor, mut)] — for work about to be enqueued in ``flight``:
+    the borrows are recorded in the flight and checked against every other flight (TL104 /
+    TL105, raised as ``OwnershipError``) in one step under the registry's lock, so that of two
+    threads racing for the same memory the second sees the first. Call it before enqueueing
+    (what a DeviceOp of its own, e.g. a foreign kernel, does in ``_enqueue``); on a refusal the
+    flight is released by the start that runs it. ``lane``: the stream's handle, whose earlier
+    work is ordered before this and never conflicts (``ctx.flight.lane``)."""
+    borrows = []
+    for param, tensor, mut in args:
+        lo, hi = tensor.range
+        if hi > lo:
+            borrows.append(Borrow(lo, hi, mut, tensor, param))
+        flight.keep.append(tensor)
+    with _lock:
+        flight.entries.extend(borrows)
+        if others_in_flight(flight):
+            hits = check_launch_borrows(list(args), flight, where, lane)
+            if hits:
+                raise OwnershipError([d for _, d in hits])
+
+
 def publish(flight: Flight) -> None:
     """Tell the checker's BorrowState what a flight reads and writes. Done lazily, when a
     conflict with the flight is found and the BorrowState words the diagnostic: detection is the
@@ -574,7 +596,7 @@ def _reset_for_tests() -> None:
         BORROWS.clear()
 
 
-__all__ = ["OwnershipError", "MoveRecord", "Borrow", "Flight", "register", "add_borrow", "release",
+__all__ = ["OwnershipError", "MoveRecord", "Borrow", "Flight", "register", "add_borrow", "claim", "release",
            "release_through",
            "reap", "live_flights", "raise_use_after_move", "check_host_access",
            "check_launch_borrows", "pending_reader_stream", "order_consumer_stream", "wait_ready"]

@@ -82,3 +82,34 @@ def test_a_launch_running_in_another_thread_is_seen_by_the_check(sim, monkeypatc
     first.join(30)
     assert results and not first.is_alive()
     np.testing.assert_allclose(z.to_numpy(), x.to_numpy(), rtol=1e-6)
+
+
+def test_an_op_of_its_own_borrows_through_claim(sim, rng):
+    """The extension point for a DeviceOp that is not a tile-kernel launch (a foreign kernel):
+    ``ownership.claim`` records and checks its borrows; a conflicting start is refused."""
+    import numpy as np
+
+    import cutile_lab as cl
+    from cutile_lab.runtime import DeviceOp, OwnershipError, ownership
+
+    class Double(DeviceOp):
+        label = "double"
+
+        def __init__(self, t):
+            super().__init__("sim")
+            self.t = t
+
+        def _enqueue(self, ctx):
+            ownership.claim(ctx.flight, [("t", self.t, True)], self.where, ctx.flight.lane)
+            view = self.t._host_view()
+            view *= 2
+            return self.t
+
+    a = rng.standard_normal(256).astype(np.float32)
+    t = cl.from_numpy(a).sync()
+    first = Double(t).start()                 # simulated: its borrow lasts until waited for
+    with pytest.raises(OwnershipError) as e:
+        Double(t).start()
+    assert {d.code for d in e.value.diagnostics} == {"TL104"}
+    first.wait()
+    np.testing.assert_allclose(Double(t).sync().to_numpy(), 4 * a)
