@@ -426,7 +426,8 @@ def main(argv=None) -> int:
     print(f"device: {bench.info}")
     for family in chosen:
         bench.guard(family, getattr(bench, family))
-    path = write(bench, args.out, args.label)
+        path = write(bench, args.out, args.label)     # after each family: a cut-off run keeps
+                                                       # what it measured
     print(f"\nwrote {path}")
     print(f"\n{'case':40s} {'user path':>10s} {'kernel only':>12s}")
     for r in bench.rows:
