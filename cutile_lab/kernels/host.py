@@ -1,6 +1,7 @@
 """Host functions of the kernel library: each takes tensors (ours, PyTorch, CuPy, or NumPy on the
-simulator), allocates the output, partitions it, launches the kernel and returns a ``DeviceOp``
-whose result is the output tensor. ``.sync()`` (or ``await``) runs it.
+simulator) and returns a ``DeviceOp`` that allocates the output (when it runs, stream-ordered on
+its stream), launches the kernel into it (``runtime.launch.launch_into``) and whose result is the
+output tensor. ``.sync()`` (or ``await``) runs it.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from cutile_lab.kernels import matmul as _gemm
 from cutile_lab.kernels import rowwise as _rowwise
 from cutile_lab.kernels.tuning import config, device_target, hints_text
 from cutile_lab import runtime as _runtime
+from cutile_lab.runtime.launch import launch_into
 
 
 def _tensor(x):
@@ -37,42 +39,31 @@ def _pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
-def _unpartition_first(handed_back: tuple):
-    """A launch hands back all its arguments; the library's result is the output tensor."""
-    return handed_back[0].unpartition()
-
-
 def add(x, y, *, B: int | None = None):
     """``x + y`` element-wise (1-D)."""
-    from cutile_lab.runtime import empty
     x, y = _tensor(x), _tensor(y)
     cfg = config("add", _arch())
     B = B or cfg["B"]
-    z = empty(x.shape, x.dtype)
     kernel = _elementwise.ADD.kernel(dt=x.dtype.name, hints=hints_text(cfg))
-    return kernel(z.partition(B), x, y).then(_unpartition_first)
+    return launch_into(kernel, x.shape, x.dtype, B, x, y)
 
 
 def saxpy(alpha: float, x, y, *, B: int | None = None):
     """``alpha * x + y`` element-wise (1-D), computed in f32."""
-    from cutile_lab.runtime import empty
     x, y = _tensor(x), _tensor(y)
     cfg = config("saxpy", _arch())
     B = B or cfg["B"]
-    z = empty(x.shape, x.dtype)
     kernel = _elementwise.SAXPY.kernel(dt=x.dtype.name, hints=hints_text(cfg))
-    return kernel(z.partition(B), x, y, float(alpha)).then(_unpartition_first)
+    return launch_into(kernel, x.shape, x.dtype, B, x, y, float(alpha))
 
 
 def _rowwise_launch(family: str, template, x, extra, BR: int | None):
-    from cutile_lab.runtime import empty
     rows, cols = x.shape
     cfg = config(family, _arch(), variant=str(cols))
     BR = BR or cfg["BR"]
-    out = empty(x.shape, x.dtype)
     kernel = template.kernel(**_rowwise.substitutions(family, x.dtype.name, cols,
                                                       hints_text(cfg)))
-    return kernel(out.partition((BR, _pow2(cols))), x, *extra).then(_unpartition_first)
+    return launch_into(kernel, x.shape, x.dtype, (BR, _pow2(cols)), x, *extra)
 
 
 def softmax(x, *, BR: int | None = None):
@@ -98,27 +89,23 @@ def gemm(a, b, *, BM: int | None = None, BN: int | None = None, BK: int | None =
          schedule: str | None = None):
     """``a @ b`` for 2-D f16/bf16 (f32 accumulation), in grouped tile order; ``schedule=
     "persistent"`` launches one instance per SM that loops over its tiles."""
-    from cutile_lab.runtime import empty
     a, b = _tensor(a), _tensor(b)
     cfg = config("gemm", _arch(), variant=a.dtype.name)
     if schedule is not None:
         cfg["schedule"] = schedule
     BM, BN, BK = BM or cfg["BM"], BN or cfg["BN"], BK or cfg["BK"]
-    c = empty((a.shape[0], b.shape[1]), a.dtype)
     kernel = _gemm.GEMM.kernel(dt=a.dtype.name, hints=hints_text(cfg))
-    return kernel(c.partition((BM, BN)), a, b, BK=BK).then(_unpartition_first)
+    return launch_into(kernel, (a.shape[0], b.shape[1]), a.dtype, (BM, BN), a, b, BK=BK)
 
 
 def attention(q, k, v, *, causal: bool = False, scale: float | None = None,
               BQ: int | None = None, BKV: int | None = None):
     """Flash-attention forward on (batch·heads, sequence, head_dim) tensors."""
-    from cutile_lab.runtime import empty
     q, k, v = _tensor(q), _tensor(k), _tensor(v)
     bh, s, d = q.shape
     cfg = config("attention", _arch(), variant="causal" if causal else "non-causal")
     BQ, BKV = BQ or cfg["BQ"], BKV or cfg["BKV"]
     scale = float(scale if scale is not None else 1.0 / math.sqrt(d))
-    out = empty(q.shape, q.dtype)
     kernel = _attention.ATTENTION.kernel(dt=q.dtype.name, hints=hints_text(cfg))
-    return kernel(out.partition((1, BQ, d)), q, k, v, scale * math.log2(math.e), BKV=BKV,
-                  CAUSAL=int(bool(causal))).then(_unpartition_first)
+    return launch_into(kernel, q.shape, q.dtype, (1, BQ, d), q, k, v, scale * math.log2(math.e),
+                       BKV=BKV, CAUSAL=int(bool(causal)))

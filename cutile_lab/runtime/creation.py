@@ -81,15 +81,11 @@ class CreateOp(DeviceOp):
                        origin=where)
             ownership.add_borrow(ctx.flight, t, True, self.label)
             return t
-        g = ctx.gpu
         n = math.prod(self.shape)
         nbytes = n * self.dtype.itemsize
         capture = ctx.capture
-        alloc_stream = ctx.stream if capture is None else capture.alloc_stream
-        storage = allocate(nbytes, alloc_stream, g.device)
-        if capture is not None:
-            capture.prepared_allocation(storage)
-        t = Tensor(storage, self.dtype, self.shape, origin=where)
+        t = new_tensor(ctx, self.shape, self.dtype, where)
+        storage = t.storage
         ownership.add_borrow(ctx.flight, t, True, self.label)
         pattern = None
         if self.kind == "zeros":
@@ -110,6 +106,22 @@ class CreateOp(DeviceOp):
         ctx.flight.keep.append(data)
         copy(storage.ptr, data.ctypes.data, nbytes, ctx.stream)
         return t
+
+
+def new_tensor(ctx: ExecContext, shape: tuple, dtype: DType, where=None) -> Tensor:
+    """An uninitialised tensor for a chain being enqueued: from the memory pool, stream-ordered
+    on the chain's stream (on the capture's allocation stream while a graph is captured: the
+    graph reuses it on every replay), or a NumPy array on the simulator."""
+    if ctx.backend == "sim":
+        flat = np.empty(math.prod(shape), dtype=numpy_dtype(dtype))
+        return Tensor(HostStorage(flat.ctypes.data, flat.nbytes, flat), dtype, shape,
+                      origin=where)
+    capture = ctx.capture
+    alloc_stream = ctx.stream if capture is None else capture.alloc_stream
+    storage = allocate(math.prod(shape) * dtype.itemsize, alloc_stream, ctx.gpu.device)
+    if capture is not None:
+        capture.prepared_allocation(storage)
+    return Tensor(storage, dtype, shape, origin=where)
 
 
 def zeros(shape, dtype=None) -> DeviceOp:
@@ -339,4 +351,4 @@ def asarray(obj, dtype=None) -> Tensor:
 
 
 __all__ = ["zeros", "ones", "full", "arange", "rand", "randn", "from_numpy", "empty", "asarray",
-           "CreateOp"]
+           "CreateOp", "new_tensor"]

@@ -910,6 +910,49 @@ def _launch_rules(info, values, where: Span | None, consts) -> list[Diagnostic]:
 
 # --- the public entry points ------------------------------------------------------------------
 
+class OutputLaunchOp(LaunchOp):
+    """A launch whose first parameter gets a new tensor, allocated when the launch is enqueued
+    (stream-ordered on the launch's stream) and moved into a partition of ``tile`` tiles; the
+    op's result is that tensor. What the kernel library's host functions build: no allocation
+    before the op, no partition object of the caller's, no ``.then`` to take the tensor back."""
+
+    def __init__(self, kernel, shape, dtype, tile, args, kwargs):
+        from types import SimpleNamespace
+
+        from cutile_lab.runtime.dtypes import as_dtype
+        from cutile_lab.runtime.partition import _tile_shape
+        from cutile_lab.runtime.tensor import normalize_shape
+        shape = normalize_shape(shape)
+        self._out = (shape, as_dtype(dtype),
+                     _tile_shape(SimpleNamespace(ndim=len(shape), shape=shape), tile))
+        LaunchOp.__init__(self, kernel, (None,) + tuple(args), kwargs)
+
+    def _resolve(self, ctx: ExecContext):
+        from cutile_lab.runtime.creation import new_tensor
+        shape, dtype, tile = self._out
+        out = self.info.names[0]
+        values: dict = {}
+        for name, v in self.bound.items():
+            if name == out:
+                t = new_tensor(ctx, shape, dtype, self._where)
+                v = Partition(t, tile, "move", origin=self._where)
+            elif isinstance(v, DeviceOp):
+                v = _as_arg(v._enqueue(ctx))
+            elif type(v) is not Tensor and not isinstance(v, _SCALARS):
+                v = _as_arg(v)
+            values[name] = v
+        return values, values
+
+    def _enqueue(self, ctx: ExecContext):
+        return self._enqueue_first(ctx)[0].tensor
+
+
+def launch_into(kernel, shape, dtype, tile, *args, **kwargs) -> LaunchOp:
+    """``kernel(new.partition(tile), *args, **kwargs)`` with ``new`` a tensor of ``shape`` and
+    ``dtype`` allocated when the launch runs; the op's result is that tensor (``.sync()`` it)."""
+    return OutputLaunchOp(kernel, shape, dtype, tile, args, kwargs)
+
+
 def _recent_start(info: _KernelInfo, args) -> _ReusableStart | None:
     """The _ReusableStart of the kernel's latest start if it was of the very same argument objects."""
     r = info.recent
@@ -946,4 +989,5 @@ def launch(kernel, *args, grid=None, **kwargs) -> LaunchOp:
     return LaunchOp(kernel, args, kwargs, grid)
 
 
-__all__ = ["LaunchOp", "LaunchPlan", "launch_op", "launch", "pack_args", "arg_descs", "STATS"]
+__all__ = ["LaunchOp", "OutputLaunchOp", "LaunchPlan", "launch_op", "launch", "launch_into",
+           "pack_args", "arg_descs", "STATS"]
