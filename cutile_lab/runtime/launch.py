@@ -37,21 +37,23 @@ from __future__ import annotations
 import ast
 import functools
 import threading
+from types import SimpleNamespace
 import time
 import weakref
 
 import numpy as np
 
 from cutile_lab.errors import Diagnostic, LaunchError, Span
-from cutile_lab.runtime.dtypes import scalar_value
+from cutile_lab.runtime.creation import new_tensor
+from cutile_lab.runtime.dtypes import as_dtype, scalar_value
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime import device as _device
 from cutile_lab.runtime import driver
 from cutile_lab.runtime.callsite import user_site
 from cutile_lab.runtime.ops import DeviceOp, ExecContext, Pending, _start, as_core_stream
 from cutile_lab.runtime.ownership import Borrow, OwnershipError
-from cutile_lab.runtime.partition import Partition
-from cutile_lab.runtime.tensor import Tensor
+from cutile_lab.runtime.partition import Partition, _tile_shape
+from cutile_lab.runtime.tensor import Tensor, normalize_shape
 
 INT32_MAX = 2**31 - 1
 _RESERVED = ("grid",)
@@ -846,7 +848,6 @@ def pack_args(params, values) -> list:
     (a Python int: cuda.core passes ints as 64-bit pointers), then each extent, then each stride
     in elements, as int32 (int64 when the layout has 64-bit indices); a scalar as a NumPy scalar of
     exactly its dtype's width (a Python float would be passed as a double)."""
-    from cutile_lab.runtime.dtypes import scalar_value
     out, scalars = pack_template(params, values)
     for index, name, dtype in scalars:
         out[index] = scalar_value(values[name], dtype)
@@ -917,18 +918,12 @@ class OutputLaunchOp(LaunchOp):
     before the op, no partition object of the caller's, no ``.then`` to take the tensor back."""
 
     def __init__(self, kernel, shape, dtype, tile, args, kwargs):
-        from types import SimpleNamespace
-
-        from cutile_lab.runtime.dtypes import as_dtype
-        from cutile_lab.runtime.partition import _tile_shape
-        from cutile_lab.runtime.tensor import normalize_shape
         shape = normalize_shape(shape)
         self._out = (shape, as_dtype(dtype),
                      _tile_shape(SimpleNamespace(ndim=len(shape), shape=shape), tile))
         LaunchOp.__init__(self, kernel, (None,) + tuple(args), kwargs)
 
     def _resolve(self, ctx: ExecContext):
-        from cutile_lab.runtime.creation import new_tensor
         shape, dtype, tile = self._out
         out = self.info.names[0]
         values: dict = {}
