@@ -65,7 +65,10 @@ zp = cl.zeros(n).sync().partition(1024)
     [row] = r["benchmark"]["rows"]
     assert row["backend"] == "gpu" and row["median_us"] > 0
     assert row["bytes"] == 12 * (1 << 24) and row["flops"] == 1 << 24
-    assert row["gbps"] > 500 and 10 < row["pct_of_roof"] < 110
+    # the rates are the work over the measured time (no bound on how fast the GPU must be)
+    m = measurements[0]
+    assert row["gbps"] == pytest.approx(row["bytes"] / m.seconds / 1e9)
+    assert 0 < row["pct_of_roof"]
     assert len(measurements) == 1 and measurements[0].device
     assert measurements[0].params["B"] == 1024
     # the result is right after all the timed runs
@@ -100,7 +103,8 @@ chain = cl.graph(add(zp, x, y).then(lambda z, x, y: add(z, y, x)))
     assert cell.ok, cell.error
     [row] = cell.report["benchmark"]["rows"]
     assert row["backend"] == "gpu" and row["median_us"] > 0 and row["name"].endswith("(graph)")
-    assert row["bytes"] == 12 * n_of(shell) and row["gbps"] > 500   # one launch: work derived
+    assert row["bytes"] == 12 * n_of(shell)                          # one launch: work derived
+    assert row["gbps"] == pytest.approx(row["bytes"] / (row["median_us"] * 1e-6) / 1e9)
     cell = shell.run("%tile_time -n 10 chain")
     assert cell.ok, cell.error
     [row] = cell.report["benchmark"]["rows"]
