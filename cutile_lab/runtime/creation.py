@@ -114,14 +114,14 @@ def new_tensor(ctx: ExecContext, shape: tuple, dtype: DType, where=None) -> Tens
     graph reuses it on every replay), or a NumPy array on the simulator."""
     if ctx.backend == "sim":
         flat = np.empty(math.prod(shape), dtype=numpy_dtype(dtype))
-        return Tensor(HostStorage(flat.ctypes.data, flat.nbytes, flat), dtype, shape,
-                      origin=where)
+        return Tensor.contiguous(HostStorage(flat.ctypes.data, flat.nbytes, flat), dtype, shape,
+                                 where)
     capture = ctx.capture
     alloc_stream = ctx.stream if capture is None else capture.alloc_stream
     storage = allocate(math.prod(shape) * dtype.itemsize, alloc_stream, ctx.gpu.device)
     if capture is not None:
         capture.prepared_allocation(storage)
-    return Tensor(storage, dtype, shape, origin=where)
+    return Tensor.contiguous(storage, dtype, shape, where)
 
 
 def zeros(shape, dtype=None) -> DeviceOp:
@@ -176,7 +176,7 @@ def empty(shape, dtype=None) -> Tensor:
         return Tensor(HostStorage(flat.ctypes.data, flat.nbytes, flat), dt, shape,
                       origin=user_site())
     storage = _device.gpu().allocate_now(math.prod(shape) * dt.itemsize)
-    return Tensor(storage, dt, shape, origin=user_site())
+    return Tensor.contiguous(storage, dt, shape, user_site())
 
 
 # --- wrapping other libraries' arrays ----------------------------------------------------------

@@ -156,6 +156,23 @@ class Tensor:
     def _view(self, shape, strides, offset) -> "Tensor":
         return Tensor(self.storage, self.dtype, shape, strides, offset, origin=self._origin)
 
+    @classmethod
+    def contiguous(cls, storage: Storage, dtype: DType, shape: tuple[int, ...],
+                   origin=None) -> "Tensor":
+        """A C-contiguous tensor over all of ``storage`` with ``shape`` already a tuple of ints
+        (what allocation makes): ``__init__`` without its normalisation of the arguments."""
+        t = cls.__new__(cls)
+        t.storage, t.dtype, t.shape, t.strides = storage, dtype, shape, c_strides(shape)
+        t.offset = 0
+        t.id = next(_ids)
+        t.moved = None
+        t._origin = origin
+        t.name = None
+        t.ptr = ptr = storage.ptr
+        t.range = (ptr, ptr + math.prod(shape) * dtype.itemsize)
+        t.key = (ptr, shape, t.strides, dtype.name, storage.backend, False)
+        return t
+
     def _alias(self) -> "Tensor":
         """A tensor object of its own over exactly this view (what a partition holds): the
         derived metadata is copied, not recomputed."""
