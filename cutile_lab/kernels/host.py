@@ -1,8 +1,10 @@
 """Host functions of the kernel library: each takes tensors (ours, PyTorch, CuPy, or NumPy on the
 simulator), checks them (``validate``: a refused call is a ``TL15x`` error at the caller's line,
-before anything is compiled or launched), allocates the output, lends it to the launch (a
-mutable borrow: ``partition_mut``), launches the kernel and returns a ``DeviceOp`` whose result is the output tensor. ``.sync()`` (or ``await``)
-runs it.
+before anything is compiled or launched), and returns a ``DeviceOp`` whose result is the output
+tensor (``.sync()`` or ``await`` runs it). On the common path (one launch over a contiguous
+output) the output is allocated when the launch runs, stream-ordered on its stream, and the
+kernel launched into it (``runtime.launch.launch_into``): no host wait, no hand-back; the
+other paths allocate it first and lend it to the launches (``partition_mut``).
 
 They take what their PyTorch counterparts take: the row-wise functions reduce over the last
 dimension (or ``dim=``) of a tensor of any rank, with rows of any length (a row longer than one
@@ -18,14 +20,18 @@ from cutile_lab.kernels import elementwise as _elementwise
 from cutile_lab.kernels import flash_attention as _attention
 from cutile_lab.kernels import matmul as _gemm
 from cutile_lab.kernels import rowwise as _rowwise
+from cutile_lab import runtime as _runtime
 from cutile_lab.kernels import validate as _v
-from cutile_lab.kernels.tuning import config, hints_text
+from cutile_lab.kernels.tuning import config, device_target, hints_text
+from cutile_lab.runtime.launch import launch_into
 
 
 # --- shared helpers -----------------------------------------------------------------------------
 
 def _tensor(x):
     """A tensor argument as the runtime's ``Tensor`` (for callers that check nothing)."""
+    if type(x) is _runtime.Tensor:      # the common case, before any import
+        return x
     from cutile_lab.runtime import Tensor, asarray, backend, from_numpy
     if isinstance(x, Tensor):
         return x
@@ -35,12 +41,11 @@ def _tensor(x):
     return asarray(x)
 
 
-def _arch() -> str | None:
-    from cutile_lab.runtime import backend
-    if backend() != "gpu":
+def _arch() -> tuple[str, str] | None:
+    """The tuning target: (device key, architecture) of the GPU in use; None on the simulator."""
+    if _runtime.backend() != "gpu":
         return None
-    from cutile_lab.runtime import device_info
-    return device_info().arch
+    return device_target()
 
 
 def _sm_count() -> int:
@@ -134,16 +139,19 @@ def _binary(name: str, x, y, B: int | None):
         _v.dtype_in(fn, ("x", 0), x, _v.NUMERIC)
         _v.same_dtype(fn, (("x", 0), x), (("y", 1), y))
     shape = _v.broadcast_shape(fn, (("x", 0), x), (("y", 1), y))
-    z = empty(shape, x.dtype)
-    if z.size == 0:
-        return value(z)
-    if x.shape == y.shape == shape and x.is_contiguous and y.is_contiguous:
+    size = math.prod(shape)
+    if size and x.shape == y.shape == shape and x.is_contiguous and y.is_contiguous:
         cfg = config("add", _arch())
         kernel = _elementwise.BINARY.kernel(dt=x.dtype.name, hints=hints_text(cfg), name=name,
                                             op=_elementwise.OPERATORS[name])
-        flat = (z.size,)
-        return kernel(z.reshape(flat).partition_mut(B or cfg["B"]), x.reshape(flat),
-                      y.reshape(flat)).then(lambda _: z)
+        if len(shape) == 1:
+            return launch_into(kernel, shape, x.dtype, B or cfg["B"], x, y)
+        flat = (size,)
+        return launch_into(kernel, flat, x.dtype, B or cfg["B"], x.reshape(flat),
+                           y.reshape(flat)).then(lambda z: z.reshape(shape))
+    z = empty(shape, x.dtype)
+    if z.size == 0:
+        return value(z)
     return _broadcast_launch(name, z, x, y, B)
 
 
@@ -229,14 +237,14 @@ def saxpy(alpha: float, x, y, *, B: int | None = None):
     except (TypeError, ValueError):
         _v.refuse("TL155", f"`saxpy`: alpha={alpha!r} is not a number", arg=("alpha", 0),
                   label="this", help="pass a Python float")
-    z = empty(x.shape, x.dtype)
-    if z.size == 0:
-        return value(z)
+    shape = tuple(x.shape)
+    if x.size == 0:
+        return value(empty(shape, x.dtype))
     x, y = _contiguous_flat(x), _contiguous_flat(y)
     cfg = config("saxpy", _arch())
     kernel = _elementwise.SAXPY.kernel(dt=x.dtype.name, hints=hints_text(cfg))
-    flat = (z.size,)
-    return kernel(z.reshape(flat).partition_mut(B or cfg["B"]), x, y, alpha).then(lambda _: z)
+    op = launch_into(kernel, (x.size,), x.dtype, B or cfg["B"], x, y, alpha)
+    return op if len(shape) == 1 else op.then(lambda z: z.reshape(shape))
 
 
 def _contiguous_flat(t):
@@ -289,6 +297,13 @@ def _rowwise_call(fn: str, family: str, x, dim, extra: tuple, BR):
     _v.dtype_in(fn, ("x", 0), x, _v.FLOATS)
     d = _v.dim_index(fn, dim, x.ndim)
     BR = _v.tile_size(fn, "BR", BR)
+    if x.ndim >= 1 and d == x.ndim - 1 and x.size and x.is_contiguous and \
+            _rowwise.fits_one_tile(x.shape[-1], x.dtype.itemsize):
+        # the common case: whole rows of a contiguous tensor, one launch into a new output
+        shape, n = tuple(x.shape), x.shape[-1]
+        x2 = x if x.ndim == 2 else x.reshape((x.size // n, n))
+        op = _whole_rows(family, None, x2, extra, BR)
+        return op if x.ndim == 2 else op.then(lambda o: o.reshape(shape))
     pieces, out, result = _rows(x, d)
     n = pieces[0][1].shape[1] if pieces else 0
     if x.size == 0:
@@ -309,7 +324,10 @@ def _whole_rows(family: str, out, x, extra, BR):
                 "rmsnorm": _rowwise.RMSNORM}[family]
     kernel = template.kernel(**_rowwise.substitutions(family, x.dtype.name, cols,
                                                       hints_text(cfg)))
-    return kernel(out.partition_mut((BR or cfg["BR"], _pow2(cols))), x, *extra)
+    tile = (BR or cfg["BR"], _pow2(cols))
+    if out is None:                    # a new output, allocated when the launch runs
+        return launch_into(kernel, (rows, cols), x.dtype, tile, x, *extra)
+    return kernel(out.partition_mut(tile), x, *extra)
 
 
 def _long_rows(family: str, out, x, extra, BR):
@@ -437,6 +455,8 @@ def gemm(a, b, *, BM: int | None = None, BN: int | None = None, BK: int | None =
     else:
         out_shape = (M, N)
     final = tuple(out_shape[:-2]) + ((M,) if a.ndim != 1 else ()) + ((N,) if b.ndim != 1 else ())
+    if a.ndim == b.ndim == 2 and M * N > 0 and ka > 0:
+        return _gemm2d(None, a, b, BM, BN, BK, schedule)
     c = empty(out_shape, a.dtype)
     result = c.reshape(final)
     if c.size == 0:
@@ -463,6 +483,8 @@ def _gemm2d(c, a, b, BM, BN, BK, schedule):
         cfg["schedule"] = schedule
     BM, BN, BK = BM or cfg["BM"], BN or cfg["BN"], BK or cfg["BK"]
     kernel = _gemm.GEMM.kernel(dt=a.dtype.name, hints=hints_text(cfg))
+    if c is None:                      # a new output, allocated when the launch runs
+        return launch_into(kernel, (a.shape[0], b.shape[1]), a.dtype, (BM, BN), a, b, BK=BK)
     return kernel(c.partition_mut((BM, BN)), a, b, BK=BK)
 
 
