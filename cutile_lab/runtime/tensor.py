@@ -305,11 +305,11 @@ class Tensor:
         stream = ownership.pending_reader_stream(self)
         if stream is None and not self.storage.foreign:
             from cutile_lab.runtime import device as _dev
-            g = _dev._context
+            g = _dev._contexts.get(self.storage.device_id)
             if g is not None and g.alloc_epoch:
                 # ``cl.empty`` allocates on the default stream without a host wait: the consumer
                 # orders its work after that stream
-                stream = _dev.gpu().stream_key(g.default_stream)
+                stream = g.stream_key(g.default_stream)
         return {
             "shape": self.shape,
             "typestr": typestr(self.dtype),
