@@ -175,8 +175,7 @@ class Launch:
     def _span_of(self, code, lasti: int, line: int) -> Span:
         pos = self._positions.get(id(code))
         if pos is None:
-            positions = getattr(code, "co_positions", None)   # 3.11+; 3.10 knows lines only
-            pos = self._positions[id(code)] = list(positions()) if positions else []
+            pos = self._positions[id(code)] = list(code.co_positions())
         i = lasti // 2
         if 0 <= i < len(pos) and pos[i][0] is not None:
             l0, l1, c0, c1 = pos[i]
