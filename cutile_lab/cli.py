@@ -92,8 +92,23 @@ def cmd_compile(args) -> int:
     elif args.emit == "lowered":
         _write(args.output, compiled.lowered_source)
     else:
-        _write(args.output, _report_text(compiled))
+        _write(args.output, _report_text(compiled) + _report_sections(compiled, args.show))
     return 0
+
+
+def _report_sections(compiled, show: str | None) -> str:
+    """The report's Tile IR, resources, remarks and lowered Python as terminal text, as the
+    notebook's text report has them (``--show tileir,resources``: only those, long ones whole)."""
+    from cutile_lab.notebook.report import SECTIONS, compile_report_json, report_sections_text
+    wanted = None if show in (None, "all") else [s.strip() for s in show.split(",") if s.strip()]
+    bad = [s for s in wanted or () if s not in SECTIONS]
+    if bad:
+        raise CutileLabError(f"--show: unknown section {', '.join(map(repr, bad))}",
+                             help=f"choose from {','.join(SECTIONS)} (or all)")
+    # by default what the lines above do not already say (remarks, timings)
+    report = compile_report_json(compiled, show=wanted if wanted is not None else
+                                 ["tileir", "resources", "sass", "lowered"])
+    return "".join(line + "\n" for line in report_sections_text(report))
 
 
 def _report_text(compiled) -> str:
@@ -216,6 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--emit", choices=["tileir", "cubin", "report", "lowered"], default="report")
     k.add_argument("-o", "--output", help="output file (default: stdout; cubin: NAME.ARCH.cubin)")
     k.add_argument("--no-cache", action="store_true", help="compile even if cached")
+    k.add_argument("--show", metavar="SECTIONS",
+                   help="report sections after the summary, e.g. tileir,resources (default: "
+                        "all; a long section is cut unless it is the only long one asked for)")
     k.set_defaults(func=cmd_compile)
     ca = sub.add_parser("cache", help="inspect or clear the compile cache")
     ca.add_argument("action", choices=["info", "clear"])
