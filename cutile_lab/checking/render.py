@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 from cutile_lab.checking.explain import anchor as explain_anchor
-from cutile_lab.checking.explain import explain_html
+from cutile_lab.checking.explain import entry_markdown, explain_html
 from cutile_lab.errors import Diagnostic, Span
 
 CATALOG_URL: str | None = None
@@ -363,7 +363,8 @@ def _span_json(span: Span | None) -> dict | None:
 
 
 def to_json(diags: Iterable[Diagnostic]) -> list[dict]:
-    """Each diagnostic as plain data: code, severity, message, span, labels, help, notes, url."""
+    """Each diagnostic as plain data: code, severity, message, span, labels, help, notes, url,
+    explanation (the catalog's entry, Markdown)."""
     from cutile_lab.checking.codes import CODES
     out = []
     for d in diags:
@@ -376,5 +377,7 @@ def to_json(diags: Iterable[Diagnostic]) -> list[dict]:
                        for lab in d.labels],
             "help": d.help, "notes": list(d.notes),
             "url": catalog_url(d.code) if info else None,
+            # the catalog's entry itself, as rustc's JSON carries one (None: undocumented)
+            "explanation": entry_markdown(d.code),
         })
     return out

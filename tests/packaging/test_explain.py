@@ -113,3 +113,17 @@ def test_rendered_codes_link_to_an_explanation_in_the_same_html():
     assert re.search(r"<pre>TL013 — ", block)
     for item in to_json(diags):          # no published catalog: JSON names no URL at all
         assert item["url"] is None
+        # ... and carries the entry itself, for the JupyterLab extension to show on a click
+        assert item["explanation"] == ex.entry_markdown(item["code"])
+
+
+def test_report_json_carries_the_explanation_for_the_extension():
+    from cutile_lab.kernel import kernels_from_source
+    from cutile_lab.notebook.report import REPORT_MIME, compile_report_bundle
+    src = ('def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):\n'
+           '    z.store(load_tile_like(x, z))\n    x.store(load_tile_like(x, z))\n')
+    k = kernels_from_source(src, "<cell>")["add"]
+    d = Diagnostic("TL010", "error", "`x` is shared", Span("<cell>", 3, 4, 3, 33))
+    [item] = compile_report_bundle(None, k, [d])[REPORT_MIME]["diagnostics"]
+    assert item["url"] is None
+    assert item["explanation"].startswith("## TL010 — store into a shared")

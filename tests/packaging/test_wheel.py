@@ -2,8 +2,9 @@
 prebuilt JupyterLab extension already there: no Node.js), installed into a fresh virtual
 environment (no access to the checkout), and used: ``jupyter labextension list`` shows the
 extension enabled, ``cutile-lab explain TL010`` prints its entry, the README's Python example
-runs on the simulator, and a tutorial copied out by ``cutile-lab tutorials`` and executed with
-nbconvert makes HTML whose links all resolve (none into a source tree).
+runs on the simulator, ``cutile-lab tutorials`` copies the tutorials out, and a notebook (a
+diagnostic, a compiled report, a launch, ``%tile_explain``) executed with nbconvert makes HTML
+whose links all resolve inside it (none into a source tree).
 
 The install reuses pip's cache (CI's setup filled it) and skips byte-compiling; on the 2-core
 CI machine the module takes about 3 to 4 minutes, most of it pip installing the dependencies.
@@ -140,30 +141,63 @@ def test_readme_python_example_runs_on_the_simulator(venv, tmp_path):
     assert "README example OK" in proc.stdout
 
 
-def test_tutorial_executed_with_nbconvert_links_only_inside_itself(venv):
+NOTEBOOK_CELLS = [
+    "%load_ext cutile_lab",
+    # a diagnostic (its code links to its explanation)
+    '%%tilekernel\n'
+    'def bad(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):\n'
+    '    t = load_tile_like(x, z)\n'
+    '    z.store(t)\n'
+    '    x.store(t)\n',
+    # a compiled report (Tile IR, resources, remarks)
+    '%%tilekernel --spec B=128\n'
+    'def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], y: Tensor[f32, "?"]):\n'
+    '    z.store(load_tile_like(x, z) + load_tile_like(y, z))\n',
+    # a launch on the simulator
+    "x = cl.randn(1000).sync(); y = cl.randn(1000).sync(); z = cl.zeros(1000).sync()\n"
+    "zp, x, y = add(z.partition(128), x, y).sync()\n"
+    "import numpy as np\n"
+    "assert np.allclose(zp.unpartition().to_numpy(), x.to_numpy() + y.to_numpy())",
+    "%tile_explain TL013",
+]
+
+
+def test_tutorials_are_copied_out_of_the_installed_package(venv):
     bin_dir, env, home = venv
     proc = _run([str(bin_dir / "cutile-lab"), "tutorials", "tutorials", "--no-open"],
                 env=env, cwd=home)
     folder = Path(proc.stdout.strip())
     assert folder == (home / "tutorials").resolve()
-    nb = folder / "02-ownership.ipynb"                 # every ownership diagnostic, rendered
+    shipped = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9]*.ipynb"))
+    assert sorted(p.name for p in folder.glob("[0-9]*.ipynb")) == shipped
+    assert (folder / "puzzles.py").is_file()
+
+
+def test_notebook_executed_with_nbconvert_links_only_inside_itself(venv):
+    bin_dir, env, home = venv
+    cells = [{"cell_type": "code", "execution_count": None, "id": f"c{i}", "metadata": {},
+              "outputs": [], "source": src} for i, src in enumerate(NOTEBOOK_CELLS)]
+    nb = home / "lab.ipynb"
+    nb.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                              "nbformat_minor": 5}), encoding="utf-8")
     t = time.monotonic()
     _run([str(bin_dir / "jupyter"), "nbconvert", "--to", "html", "--execute", "--allow-errors",
           "--ExecutePreprocessor.timeout=600", "--output-dir", str(home / "html"), str(nb)],
-         env=env, cwd=folder, timeout=900)
-    TIMES["nbconvert 02-ownership"] = time.monotonic() - t
-    html = (home / "html" / "02-ownership.html").read_text(encoding="utf-8")
-    executed = json.loads(nb.read_text(encoding="utf-8"))    # (nbconvert --to html: unchanged)
-    assert executed["cells"]
-    assert "error[" in html and "TL010" in html                   # diagnostics were rendered
+         env=env, cwd=home, timeout=900)
+    TIMES["nbconvert"] = time.monotonic() - t
+    html = (home / "html" / "lab.html").read_text(encoding="utf-8")
+    assert "error[" in html and "TL010" in html                 # the diagnostic was rendered
+    assert "Tile IR" in html and "registers" in html             # so was the compiled report
+    assert "TL013 — " in html                                    # and %tile_explain's entry
+    assert "AssertionError" not in html and "NameError" not in html   # the launch ran right
     targets = re.findall(r'\b(?:href|src)\s*=\s*"([^"]*)"', html)
     ids = set(re.findall(r'\bid\s*=\s*"([^"]*)"', html))
     local = [t for t in targets if not re.match(r"(https?:|data:|mailto:)", t)]
     for target in local:
         assert target.startswith("#"), f"a link into a source tree: {target}"
         assert target[1:] in ids or target == "#", f"a link that resolves nowhere: {target}"
-    assert any(t.startswith("#cl-explain-tl") for t in local)
-    assert "docs/diagnostics.md" not in html
+    assert "#cl-explain-tl010" in local
+    assert "diagnostics.md" not in html
 
 
 def test_report_times(venv):
