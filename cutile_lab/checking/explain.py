@@ -55,8 +55,8 @@ def _entries(path: str, mtime_ns: int) -> dict[str, str]:
             continue
         if in_fence:
             continue
-        if _ANCHOR.match(line) or line.startswith("# "):
-            close(i)
+        if _ANCHOR.match(line) or line.startswith(("# ", "## ")):
+            close(i)       # an anchor, or any other section, ends the entry before it
             code = None
         m = _HEADING.match(line)
         if m:

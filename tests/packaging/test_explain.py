@@ -34,11 +34,14 @@ def test_the_shipped_catalog_is_preferred_and_the_checkout_is_the_fallback(tmp_p
                                                                             monkeypatch):
     assert ex.catalog_path() == ex.CHECKOUT_CATALOG    # a checkout has no shipped copy
     shipped = tmp_path / "diagnostics.md"
-    shipped.write_text('<a id="tl010"></a>\n## TL010 — shipped title\n\nshipped body\n',
-                       encoding="utf-8")
+    shipped.write_text('<a id="tl010"></a>\n## TL010 — shipped title\n\nshipped body\n'
+                       '```text\n## TL011 in a fence is text\n```\n'
+                       '## About the catalog\n\nnot part of TL010\n', encoding="utf-8")
     monkeypatch.setattr(ex, "SHIPPED_CATALOG", shipped)
     assert ex.catalog_path() == shipped
-    assert "shipped body" in ex.explain_text("tl010")
+    text = ex.explain_text("tl010")
+    assert "shipped body" in text and "## TL011 in a fence" in text
+    assert "not part of TL010" not in text and set(ex.entries()) == {"TL010"}
     monkeypatch.setattr(ex, "SHIPPED_CATALOG", tmp_path / "missing.md")
     monkeypatch.setattr(ex, "CHECKOUT_CATALOG", tmp_path / "missing-too.md")
     with pytest.raises(CutileLabError, match="catalog of diagnostics is missing"):
