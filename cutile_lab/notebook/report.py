@@ -227,7 +227,8 @@ def report_sections_text(report: Mapping, limit: int = TEXT_LINES) -> list[str]:
     res = report.get("resources")
     if res:
         parts += ["", "Resources"]
-        parts += [f"  {k.replace('_', ' '):<22} {'-' if v is None else v}" for k, v in res.items()]
+        parts += [f"  {k.replace('_', ' '):<22} {'-' if v is None else v}"
+                  for k, v in res.items()]
     remarks = report.get("remarks") or []
     if remarks:
         parts += ["", f"Compiler remarks ({len(remarks)})"]
