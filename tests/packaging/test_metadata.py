@@ -85,3 +85,15 @@ def test_readme_first_screen_serves_a_checkout_and_an_installed_user():
     assert "## Install" in readme
     # the README is the package's description on an index: no link into the source tree
     assert not re.search(r"\]\((?!https?://|#)[^)]+\)", readme), "relative link in README"
+
+
+def test_every_tutorial_is_shipped_and_nothing_else_from_notebooks():
+    forced = PYPROJECT["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
+    assert forced["docs/diagnostics.md"] == "cutile_lab/docs/diagnostics.md"
+    wanted = {f"notebooks/{p.name}" for p in (ROOT / "notebooks").glob("[0-9]*.ipynb")}
+    wanted |= {"notebooks/puzzles.py", "notebooks/README.md"}
+    shipped = {k for k in forced if k.startswith("notebooks")}
+    assert shipped == wanted, ("pyproject.toml's [tool.hatch.build.targets.wheel.force-include] "
+                               "must list each tutorial: " + ", ".join(sorted(wanted ^ shipped)))
+    for src in shipped:
+        assert forced[src] == "cutile_lab/tutorials/" + src.split("/", 1)[1]

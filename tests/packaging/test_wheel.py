@@ -89,6 +89,9 @@ def test_the_wheel_carries_extension_catalog_tutorials_license_and_metadata(whee
     for nb in (ROOT / "notebooks").glob("[0-9]*.ipynb"):
         assert f"cutile_lab/tutorials/{nb.name}" in names
     assert "cutile_lab/tutorials/puzzles.py" in names
+    assert {n for n in names if n.startswith("cutile_lab/tutorials/")} == {
+        f"cutile_lab/tutorials/{p.name}" for p in (ROOT / "notebooks").glob("[0-9]*.ipynb")
+    } | {"cutile_lab/tutorials/puzzles.py", "cutile_lab/tutorials/README.md"}
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert "License-Expression: Apache-2.0" in meta
     assert re.search(r"^Author: .+|^Author-email: .+", meta, re.M)
