@@ -35,6 +35,16 @@ def test_tutorials_are_copied_and_a_users_copy_is_kept(tmp_path, capsys):
     assert mine.read_text(encoding="utf-8") != "my work"
 
 
+def test_tutorials_opens_jupyterlab_on_the_folder(tmp_path, monkeypatch):
+    import sys
+    calls = []
+    monkeypatch.setattr(cli.os, "execv", lambda exe, argv: calls.append((exe, argv)))
+    assert cli.main(["tutorials", str(tmp_path / "t")]) == 0
+    [(exe, argv)] = calls
+    assert exe == sys.executable
+    assert argv[:5] == [sys.executable, "-m", "jupyter", "lab", str(tmp_path / "t")]
+
+
 def test_tutorials_come_from_the_package_first(tmp_path, monkeypatch):
     assert cli.tutorials_source() == ROOT / "notebooks"          # a checkout
     fake = tmp_path / "cutile_lab"
