@@ -24,8 +24,10 @@ __all__ = ["Kernel", "kernel", "kernels_from_source", "load_kernels", "CutileLab
 
 def load_ipython_extension(ipython):
     """``%load_ext cutile_lab``"""
+    from cutile_lab.notebook.explain import register as register_explain
     from cutile_lab.notebook.magics import load_ipython_extension as load
     load(ipython)
+    register_explain(ipython)
 
 # The host runtime, loaded on first use (cl.zeros, cl.launch, cl.set_backend, ...). Its tensor
 # class is cutile_lab.runtime.Tensor: cl.Tensor is the signature annotation.

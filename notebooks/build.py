@@ -221,8 +221,9 @@ NB02 = [
 
     This notebook triggers every ownership diagnostic on purpose, then fixes it. Cells that
     are *meant* to fail carry the `raises-exception` tag, so "Run All" goes on past them. Read
-    each message: it points at your line, says why, and says what to do. The full catalog,
-    with one example per code, is `docs/diagnostics.md`.
+    each message: it points at your line, says why, and says what to do. Click a code (or
+    run `%tile_explain TL010`; in a terminal, `cutile-lab explain TL010`) for its entry in the
+    catalog: what it means, an example and the fix.
     '''),
     SETUP,
     code('''
@@ -653,7 +654,7 @@ NB02 = [
 
     (`TL117`, an argument missing, extra or given twice, is refused as the launch is built.)
     The rest of the catalog, the language's own rules (types of parameters, unknown
-    names, unsupported Python), is in `docs/diagnostics.md`.
+    names, unsupported Python), is one `%tile_explain` away (`%tile_explain` alone lists it).
 
     Next, **03-thinking-in-tiles**: 2-D tiles, reductions and a fused softmax.
     '''),
