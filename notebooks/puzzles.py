@@ -31,7 +31,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["PUZZLES", "RESULTS", "CheckResult", "check", "hint", "progress",
+__all__ = ["PUZZLES", "RESULTS", "HISTORY", "CheckResult", "check", "hint", "progress",
            "reference_source", "statement"]
 
 
@@ -555,8 +555,9 @@ PUZZLES["conv2d"].mistakes = (
             "(i, j) instead of centred on it: element (a, b) of k multiplies x[i + a - 1, "
             "j + b - 1]."),)
 
-# The last result of each puzzle's check (for a progress overview and for tests).
+# The last result of each puzzle's check (for a progress overview), and every result in order.
 RESULTS: dict[str, "CheckResult"] = {}
+HISTORY: list["CheckResult"] = []
 
 
 def reference_source(name: str) -> str:
@@ -1054,6 +1055,7 @@ def check(name: str, kernel, *, seed: int | None = None, gpu: bool | None = None
         seed = secrets.randbelow(1_000_000)
     rng = np.random.default_rng(seed)
     use_gpu = _gpu_present() if gpu is None else bool(gpu)
+    drawn = False
     replay = (f"inputs from seed {seed}: `check_{name}({getattr(kernel, 'name', name)}, "
               f"seed={seed})` replays this check")
     try:
@@ -1065,6 +1067,7 @@ def check(name: str, kernel, *, seed: int | None = None, gpu: bool | None = None
                 raise _Failed("requirement", [complaint])
         out_name = kernel.definition.outputs[0].name
         cases = puzzle.cases(rng)
+        drawn = True
         n = len(cases)
         # races, out-of-bounds accesses and crashes on any input come first: wrong values
         # are often only their consequence
@@ -1089,7 +1092,8 @@ def check(name: str, kernel, *, seed: int | None = None, gpu: bool | None = None
                              f"✓ {name}: correct on {n} random inputs (outputs of {sizes}) on "
                              f"{on}: no races, nothing out of bounds ({replay}).", seed=seed)
     except _Failed as f:
-        tail = [f"  {replay}" + (f"; stuck? `hint(\"{name}\")`." if puzzle.hint else ".")]
+        stuck = f"stuck? `hint(\"{name}\")`." if puzzle.hint else ""
+        tail = [f"  {replay}; {stuck}" if drawn else f"  {stuck}"] if drawn or stuck else []
         result = CheckResult(name, False, f.kind, f"✗ {name}: " + "\n".join(f.lines + tail),
                              f.picture, seed, f.pattern)
     except Exception as e:     # a bug in the lab: say so, never a traceback from inside it
@@ -1098,6 +1102,7 @@ def check(name: str, kernel, *, seed: int | None = None, gpu: bool | None = None
                              f"({type(e).__name__}: {e}). This is most likely a bug in "
                              f"cutile_lab, not in your kernel ({replay}).", seed=seed)
     RESULTS[name] = result
+    HISTORY.append(result)
     return result
 
 

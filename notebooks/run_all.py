@@ -160,6 +160,10 @@ def run_one(path: Path, quiet: bool, full: bool) -> dict:
     if puzzles is not None and getattr(puzzles, "RESULTS", None):
         record["puzzles"] = {k: {"ok": r.ok, "kind": r.kind, "message": r.message}
                              for k, r in puzzles.RESULTS.items()}
+        record["checks"] = [{"puzzle": r.puzzle, "ok": r.ok, "kind": r.kind,
+                             "message": r.message, "pattern": r.pattern,
+                             "picture": r.picture is not None}
+                            for r in getattr(puzzles, "HISTORY", [])]
     return record
 
 
