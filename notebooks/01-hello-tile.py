@@ -86,7 +86,7 @@ print("grid:", zp.grid, "| tiles:", zp.num_tiles, "| ragged:", zp.ragged)
 
 # %% [markdown]
 # A partition **moves** the tensor: the partition now owns the memory, and the name `z` may
-# no longer be used (notebook 2 shows what happens if you try).
+# no longer be used (notebook 3 shows what happens if you try).
 #
 # ## Run it
 #
@@ -175,4 +175,4 @@ for line in compiled.tileir.splitlines():
 # * Work is lazy; `.sync()` runs it and hands ownership back.
 # * Without a GPU, the simulator runs the same kernels, and draws what a GPU cannot show.
 #
-# Next, **02-ownership**: everything the checker refuses, and why.
+# Next, **02-thinking-in-tiles**: 2-D tiles, `tile_id`, `load_tile`, reductions and masks.

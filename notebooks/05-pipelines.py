@@ -100,7 +100,7 @@ print("zip + then ✓")
 # ## `start()` and `await`
 #
 # `.sync()` waits. `.start()` queues the work and returns a `Pending` at once; the work
-# keeps its borrows until it completes (notebook 2: the host cannot read what it writes
+# keeps its borrows until it completes (notebook 3: the host cannot read what it writes
 # meanwhile). `await op` starts and waits without blocking the notebook's event loop, so
 # independent pipelines overlap: on a GPU each started chain gets its own stream.
 

@@ -17,7 +17,7 @@
 # # 6 · Fused kernels: layernorm and rmsnorm
 #
 # Normalizations are the row-wise kernels of every transformer. Each is a few reductions
-# and element-wise steps over one row: exactly the fused pattern of notebook 3. The lab's
+# and element-wise steps over one row: exactly the fused pattern of notebook 2. The lab's
 # kernel library (`cutile_lab.kernels`) has them as **templates**: tile-language source
 # with placeholders (`{dt}` for the dtype, and a few more), compiled per instantiation like
 # any kernel of yours.

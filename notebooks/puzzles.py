@@ -31,7 +31,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["PUZZLES", "RESULTS", "HISTORY", "CheckResult", "check", "hint", "progress",
+__all__ = ["PUZZLES", "EXERCISES", "RESULTS", "HISTORY", "CheckResult", "check", "hint", "progress",
            "reference_source", "statement"]
 
 
@@ -555,26 +555,104 @@ PUZZLES["conv2d"].mistakes = (
             "(i, j) instead of centred on it: element (a, b) of k multiplies x[i + a - 1, "
             "j + b - 1]."),)
 
+
+# Small exercises of notebook 02 (one per idea: 2-D tiles, tile_id, load_tile, a reduction, a
+# mask), checked the same way as the puzzles.
+
+def ref_clip2d(x):
+    return np.clip(x, -1.0, 1.0)
+
+
+def ref_row_index(x):
+    return x * np.arange(x.shape[0], dtype=np.float32)[:, None]
+
+
+def ref_tile_flip(x, tile=(16, 32)):
+    # the tiles of each tile row in reverse order (the check's shapes are whole tiles)
+    n = x.shape[1] // tile[1]
+    return np.concatenate([x[:, j * tile[1]:(j + 1) * tile[1]] for j in reversed(range(n))],
+                          axis=1)
+
+
+def ref_col_sum(x):
+    return x.sum(axis=0, keepdims=True)
+
+
+def ref_third_cols(x):
+    z = np.zeros_like(x)
+    z[:, ::3] = x[:, ::3]      # columns 0, 3, 6, ... kept
+    return z
+
+
+def _cases_2d(rng, shape=(100, 200), tile=(32, 64)):
+    return [Case([_f32(rng, *shape) * 2], shape, "f32", tile),
+            Case([_f32(rng, 64, 64) * 2], (64, 64), "f32", (16, 16))]
+
+
+def _cases_tile_flip(rng):
+    return [Case([_f32(rng, 48, 128)], (48, 128), "f32", (16, 32)),
+            Case([_f32(rng, 32, 96)], (32, 96), "f32", (16, 32))]
+
+
+def _cases_col_sum(rng):
+    return [Case([_f32(rng, 64, 200)], (1, 200), "f32", (1, 64)),
+            Case([_f32(rng, 128, 50)], (1, 50), "f32", (1, 16))]
+
+
+_MAT = (Param("z", "mut", "f32", 2), Param("x", "shared", "f32", 2))
+
+EXERCISES: dict[str, Puzzle] = {p.name: p for p in [
+    Puzzle("clip2d", "Clip a matrix to [-1, 1]", _MAT, _cases_2d, ref_clip2d,
+           hint="`minimum(maximum(t, -1.0), 1.0)` on the tile `load_tile_like(x, z)`."),
+    Puzzle("row_index", "Multiply every row by its row number", _MAT, _cases_2d, ref_row_index,
+           hint="Row r of your tile is row `tile_id(0) * BM + r` of the matrix: "
+                "`reshape(arange(BM, dtype=i32), (BM, 1)) + tile_id(0) * BM`, then "
+                "`.astype(f32)`."),
+    Puzzle("tile_flip", "Reverse the order of the tiles in each tile row", _MAT,
+           _cases_tile_flip, ref_tile_flip, 0, 0,
+           mistakes=(Mistake(lambda case: case.inputs[0], "z is x unchanged: each tile read "
+                             "the tile of x at its own place."),),
+           hint="`num_tiles(x, 1, (BM, BN))` tiles per row: yours reads tile "
+                "`(tile_id(0), n - 1 - tile_id(1))` of x with `load_tile`."),
+    Puzzle("col_sum", "Sum of every column", _MAT, _cases_col_sum, ref_col_sum, 1e-5, 1e-4,
+           hint="Own a (1, BN) tile of the (1, N) output, load all M rows of your columns "
+                "(`x: Tensor[f32, \"M, ?\"]` names M) and sum over axis 0, keeping the dims."),
+    Puzzle("third_cols", "Keep every third column, zero the others", _MAT, _cases_2d,
+           ref_third_cols, 0, 0,
+           hint="Global column indices as a (1, BN) tile, then "
+                "`where(cols % 3 == 0, t, 0.0)`."),
+]}
+
 # The last result of each puzzle's check (for a progress overview), and every result in order.
 RESULTS: dict[str, "CheckResult"] = {}
 HISTORY: list["CheckResult"] = []
 
 
+def _puzzle(name: str) -> Puzzle:
+    if name in PUZZLES:
+        return PUZZLES[name]
+    if name in EXERCISES:
+        return EXERCISES[name]
+    raise KeyError(f"no puzzle or exercise named {name!r} (puzzles: {', '.join(PUZZLES)}; "
+                   f"exercises: {', '.join(EXERCISES)})")
+
+
 def reference_source(name: str) -> str:
     """The NumPy reference of a puzzle, as source text."""
-    return inspect.getsource(PUZZLES[name].reference)
+    p = _puzzle(name)
+    return inspect.getsource(p.reference)
 
 
 def statement(name: str) -> str:
     """How the check launches the kernel of a puzzle (from its first case)."""
-    p = PUZZLES[name]
+    p = _puzzle(name)
     case = p.cases(np.random.default_rng(0))[0]
     return case.describe(name, p.params)
 
 
 def hint(name: str) -> None:
     """Print the hint of a puzzle."""
-    p = PUZZLES[name]
+    p = _puzzle(name)
     print(f"hint for {name} ({p.title}): {p.hint}")
 
 
@@ -885,8 +963,8 @@ def patterns(wrong: np.ndarray, tile: tuple) -> list[str]:
     """Sentences that say where the wrong elements of an output are, over its tile grid."""
     shape = wrong.shape
     if wrong.all():
-        return ["every element is wrong: look at the computation itself, not at an edge or "
-                "an index."]
+        return ["every element is wrong: the mistake is not confined to an edge, a tile row "
+                "or a diagonal."]
     out: list[str] = []
     # the last tiles of an axis that stick out past the edge of the data
     edge = np.zeros(shape, dtype=bool)
@@ -1050,7 +1128,7 @@ def check(name: str, kernel, *, seed: int | None = None, gpu: bool | None = None
     one (``gpu=False`` skips it). Inputs are fresh for every check; the seed they came from is
     in the message, and ``seed=`` replays it. Never raises: problems come back as a
     ``CheckResult``."""
-    puzzle = PUZZLES[name]
+    puzzle = _puzzle(name)
     if seed is None:
         seed = secrets.randbelow(1_000_000)
     rng = np.random.default_rng(seed)
@@ -1110,12 +1188,13 @@ def _make_check(name: str):
     def check_one(kernel, *, seed: int | None = None, gpu: bool | None = None) -> CheckResult:
         return check(name, kernel, seed=seed, gpu=gpu)
     check_one.__name__ = f"check_{name}"
-    check_one.__doc__ = (f"Check a kernel for the puzzle {PUZZLES[name].title!r}: "
+    p = _puzzle(name)
+    check_one.__doc__ = (f"Check a kernel for the puzzle {p.title!r}: "
                          f"{statement(name)}.")
     return check_one
 
 
-for _name in PUZZLES:
+for _name in [*PUZZLES, *EXERCISES]:
     globals()[f"check_{_name}"] = _make_check(_name)
     __all__.append(f"check_{_name}")
 

@@ -14,19 +14,26 @@
 # ---
 
 # %% [markdown]
-# # 2 · Ownership: `Mut`, shared, moves and borrows
+# # 3 · Ownership: `Mut`, shared, moves and borrows
 #
-# Python has no borrow checker, so the lab is one. It checks twice:
+# Python has no borrow checker, so the lab is one. Five rules carry the whole discipline:
 #
-# * **kernel level**, when a `%%tilekernel` cell runs: what the body does with its
-#   parameters (codes `TL0xx`);
-# * **launch level**, on the host, before any work is queued: what you pass, and what is
-#   still in flight (codes `TL1xx`).
+# 1. **An output is yours, an input is shared.** A kernel instance writes only its own tile of
+#    each `Mut` output; every instance may read every input, so none may write one.
+# 2. **Every output tile is stored**, on every path through the kernel.
+# 3. **Raw memory operations opt out** of the checks, inside `with unsafe():`, and are yours to
+#    get right.
+# 4. **A partition is a move**: `z.partition(...)` hands `z` to the launch; `z` is unusable
+#    until the partition gives it back.
+# 5. **Work in flight borrows its arguments**: until it completes, nothing may read what it
+#    writes or write what it reads.
 #
-# This notebook triggers every ownership diagnostic on purpose, then fixes it. Cells that
-# are *meant* to fail carry the `raises-exception` tag, so "Run All" goes on past them. Read
-# each message: it points at your line, says why, and says what to do. The full catalog,
-# with one example per code, is `docs/diagnostics.md`.
+# The checks run twice: at the **kernel level**, when a `%%tilekernel` cell runs (codes
+# `TL0xx`), and at the **launch level**, on the host, before any work is queued (codes
+# `TL1xx`). The first half of this notebook breaks each rule once and fixes it. The second half
+# is a **reference**: every other ownership diagnostic, triggered and fixed, and the full list
+# of codes at the end. Cells that are *meant* to fail carry the `raises-exception` tag, so "Run
+# All" goes on past them. The catalog with one example per code is `docs/diagnostics.md`.
 
 # %%
 # %load_ext cutile_lab
@@ -44,9 +51,9 @@ print("launches run on the", "GPU" if ON_GPU else "CPU simulator (no GPU found)"
 # `%xmode Minimal` keeps tracebacks to the error itself: the diagnostic is the interesting
 # part, not the lab's call stack.
 #
-# ## Part 1: inside the kernel
+# # Part 1 · The core rules
 #
-# ### Shared inputs are read-only (TL010)
+# ## 1. Shared inputs are read-only (TL010)
 #
 # Every instance may read `x` at the same time, so none may write it.
 
@@ -72,7 +79,7 @@ def double_in_place(z: Mut[Tensor[f32, "B"]]):
 
 
 # %% [markdown]
-# ### Every output is stored, once, on every path (TL013, TL014, TL015)
+# ## 2. Every output is stored (TL013)
 #
 # An output that is never stored keeps whatever the memory held:
 
@@ -89,6 +96,177 @@ def relu(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
 
 
 # %% [markdown]
+# ## 3. Opting out: `with unsafe():` (TL011)
+#
+# Raw memory operations (`store`, `load`, `gather`, `scatter`, `atomic_*`) take indices the
+# checker cannot verify. They are refused outside an explicit `unsafe` block:
+
+# %% tags=["raises-exception"]
+# %%tilekernel
+def shift(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    t = load_tile_like(x, z)
+    store(z, index=(tile_id(0) + 1,), tile=t)
+
+
+# %% [markdown]
+# Inside `with unsafe():` you take over the checker's job. The report's summary still reads
+# "checked": the checker went through the rest of the kernel, and takes the block's raw
+# accesses on trust. Nothing inside the block is verified before the run; on the simulator,
+# every raw store, load and atomic is still watched as it runs, and races and out-of-bounds
+# accesses are reported (notebook 7's `transpose2d`, `conv2d` and `split_k` puzzles). Keep
+# blocks small. An `unsafe` block with nothing unsafe in it (TL012), and unsafe code that writes
+# a shared input (TL019), are warnings:
+
+# %%
+# %%tilekernel
+def shift(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    t = load_tile_like(x, z)
+    with unsafe():
+        store(z, index=(tile_id(0) + 1,), tile=t)
+
+def pointless(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    t = load_tile_like(x, z)
+    with unsafe():
+        z.store(t * 2.0)
+
+def bump(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    t = load_tile_like(x, z)
+    idx = tile_id(0) * B + arange(B, dtype=i32)
+    with unsafe():
+        atomic_add(x, (idx,), t)
+    z.store(t)
+
+
+# %% [markdown]
+# ## Launching: a few kernels and some data
+
+# %%
+# %%tilekernel
+def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], y: Tensor[f32, "?"]):
+    z.store(load_tile_like(x, z) + load_tile_like(y, z))
+
+def scale(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], alpha: f32):
+    z.store(load_tile_like(x, z) * alpha)
+
+def split(lo: Mut[Tensor[f32, "B"]], hi: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    t = load_tile_like(x, lo)
+    lo.store(minimum(t, 0.0))
+    hi.store(maximum(t, 0.0))
+
+
+# %% [markdown]
+# A kernel whose tile size is fixed in its signature has nothing left to bind at launch, so
+# the cell compiles it at once (the report shows its registers and compile time):
+
+# %% tags=["nbval-ignore-output"]
+# %%tilekernel
+def fill128(z: Mut[Tensor[f32, "128"]], x: Tensor[f32, "?"]):
+    z.store(load_tile_like(x, z))
+
+
+# %%
+n = 1024
+x = cl.randn(n, seed=1).sync()
+y = cl.randn(n, seed=2).sync()
+
+# %% [markdown]
+# ## 4. A partition is a move (TL102)
+#
+# `z.partition(128)` hands `z`'s memory to the partition: each tile now belongs to one
+# kernel instance. The name `z` is dead, exactly like a moved value in Rust, until the
+# partition gives the tensor back:
+
+# %% tags=["raises-exception"]
+z = cl.zeros(n).sync()
+zp = z.partition(128)
+add(zp, x, y).sync()
+print(z.to_numpy()[:4])
+
+# %% [markdown]
+# Two fixes. Take the tensor back with `unpartition()`, or *borrow* instead of moving with
+# `z.partition_mut(...)`: the tensor is usable again once the work that used the partition
+# is done.
+
+# %%
+z = zp.unpartition()
+print(z.to_numpy()[:4])
+
+w = cl.zeros(n).sync()
+add(w.partition_mut(128), x, y).sync()    # a borrow: w stays usable
+print(w.to_numpy()[:4])
+
+
+# %% [markdown]
+# ## 5. Work in flight is borrowed (TL103, TL104, TL105)
+#
+# `.start()` queues the work and returns at once, with a `Pending`; the work holds its
+# borrows until it completes. Meanwhile the host may not touch what it writes (TL103), and
+# other launches may not read what it writes (TL104) or write what it reads (TL105).
+#
+# On a GPU, a small launch finishes in microseconds, before the next line of Python runs,
+# so we use big tensors there (2 GiB each: a couple of milliseconds of work) and compile
+# the kernels first, so that the launches below are only launches. Even so, a GPU can be
+# done before Python gets to the next line; then there is nothing left to refuse, and the
+# cell runs without an error. On the simulator, started work counts as in flight until
+# you wait for it.
+
+# %%
+# %%tilekernel
+def double(out: Mut[Tensor[f32, "B"]], src: Tensor[f32, "?"]):
+    out.store(load_tile_like(src, out) * 2.0)
+
+
+# %%
+big = (1 << 29) if ON_GPU else 4096
+a = cl.ones(big).sync()
+b = cl.full(big, 2.0).sync()
+c = cl.zeros(big).sync()
+w = cl.zeros(big).sync()
+add(c.partition_mut(1024), a, b).sync()        # compiles add and double for these shapes
+double(w.partition_mut(1024), c).sync()
+print(c[:4].to_numpy(), w[:4].to_numpy())
+
+# %% tags=["raises-exception"]
+pending = add(c.partition_mut(1024), a, b).start()     # writes c, reads a and b
+c.to_numpy()                                            # TL103: c is being written
+
+# %%
+pending.wait()
+print(c[:4].to_numpy())      # after the work is done: fine
+
+# %% tags=["raises-exception"]
+pending = add(c.partition_mut(1024), a, b).start()
+double(w.partition_mut(1024), c).start()           # TL104: reads c, which is being written
+
+# %% tags=["raises-exception"]
+pending.wait()
+pending = add(c.partition_mut(1024), a, b).start()
+double(a.partition_mut(1024), b).start()           # TL105: writes a, which is being read
+
+# %% [markdown]
+# The fixes: wait first, or chain the second launch after the first with `.then(...)`. A
+# chain runs in order on one stream, so the second launch cannot start before the first is
+# done (notebook 5 is about such pipelines).
+
+# %%
+pending.wait()
+
+chained = add(c.partition_mut(1024), a, b).then(lambda *_: double(w.partition_mut(1024), c))
+chained.sync()
+print(w[:4].to_numpy())      # (1 + 2) * 2
+
+
+# %% [markdown]
+# # Part 2 · Reference: every other ownership diagnostic
+#
+# Each section below triggers one or a few codes on purpose and shows the fix. Nothing later in
+# the tutorials depends on it: skim it now, come back when the lab shows you a code.
+#
+# ## Inside the kernel
+
+# %% [markdown]
+# ### Stored once, on every path (TL014, TL015)
+#
 # Storing more than once (here, once per loop iteration) and storing on only some paths are
 # warnings: the kernel compiles, but probably does not do what you meant. Each cell below
 # holds the kernel with the warning and its fix.
@@ -217,103 +395,7 @@ def half(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
 
 
 # %% [markdown]
-# ### Opting out: `with unsafe():` (TL011, TL012, TL019)
-#
-# Raw memory operations (`store`, `load`, `gather`, `scatter`, `atomic_*`) take indices the
-# checker cannot verify. They are refused outside an explicit `unsafe` block:
-
-# %% tags=["raises-exception"]
-# %%tilekernel
-def shift(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
-    t = load_tile_like(x, z)
-    store(z, index=(tile_id(0) + 1,), tile=t)
-
-
-# %% [markdown]
-# Inside `with unsafe():` you take over the checker's job; the report marks the block as
-# unchecked (and the simulator can still catch races and out-of-bounds accesses there, see
-# notebook 7). An `unsafe` block with nothing unsafe in it, and unsafe code that writes a
-# shared input, are warnings:
-
-# %%
-# %%tilekernel
-def shift(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
-    t = load_tile_like(x, z)
-    with unsafe():
-        store(z, index=(tile_id(0) + 1,), tile=t)
-
-def pointless(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
-    t = load_tile_like(x, z)
-    with unsafe():
-        z.store(t * 2.0)
-
-def bump(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
-    t = load_tile_like(x, z)
-    idx = tile_id(0) * B + arange(B, dtype=i32)
-    with unsafe():
-        atomic_add(x, (idx,), t)
-    z.store(t)
-
-
-# %% [markdown]
-# ## Part 2: at launch
-#
-# A few kernels to launch, and some data:
-
-# %%
-# %%tilekernel
-def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], y: Tensor[f32, "?"]):
-    z.store(load_tile_like(x, z) + load_tile_like(y, z))
-
-def scale(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], alpha: f32):
-    z.store(load_tile_like(x, z) * alpha)
-
-def split(lo: Mut[Tensor[f32, "B"]], hi: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
-    t = load_tile_like(x, lo)
-    lo.store(minimum(t, 0.0))
-    hi.store(maximum(t, 0.0))
-
-
-# %% [markdown]
-# A kernel whose tile size is fixed in its signature has nothing left to bind at launch, so
-# the cell compiles it at once (the report shows its registers and compile time):
-
-# %% tags=["nbval-ignore-output"]
-# %%tilekernel
-def fill128(z: Mut[Tensor[f32, "128"]], x: Tensor[f32, "?"]):
-    z.store(load_tile_like(x, z))
-
-
-# %%
-n = 1024
-x = cl.randn(n, seed=1).sync()
-y = cl.randn(n, seed=2).sync()
-
-# %% [markdown]
-# ### A partition is a move (TL102)
-#
-# `z.partition(128)` hands `z`'s memory to the partition: each tile now belongs to one
-# kernel instance. The name `z` is dead, exactly like a moved value in Rust, until the
-# partition gives the tensor back:
-
-# %% tags=["raises-exception"]
-z = cl.zeros(n).sync()
-zp = z.partition(128)
-add(zp, x, y).sync()
-print(z.to_numpy()[:4])
-
-# %% [markdown]
-# Two fixes. Take the tensor back with `unpartition()`, or *borrow* instead of moving with
-# `z.partition_mut(...)`: the tensor is usable again once the work that used the partition
-# is done.
-
-# %%
-z = zp.unpartition()
-print(z.to_numpy()[:4])
-
-w = cl.zeros(n).sync()
-add(w.partition_mut(128), x, y).sync()    # a borrow: w stays usable
-print(w.to_numpy()[:4])
+# ## At launch
 
 # %% [markdown]
 # ### Outputs take partitions, inputs take tensors (TL115, TL116)
@@ -414,68 +496,8 @@ launch.sync()
 from cutile_lab.checking import render_text
 print(render_text(launch.diagnostics))
 
-
 # %% [markdown]
-# ## Part 3: work in flight
-#
-# `.start()` queues the work and returns at once, with a `Pending`; the work holds its
-# borrows until it completes. Meanwhile the host may not touch what it writes (TL103), and
-# other launches may not read what it writes (TL104) or write what it reads (TL105).
-#
-# On a GPU, a small launch finishes in microseconds, before the next line of Python runs,
-# so we use big tensors there (2 GiB each: a couple of milliseconds of work) and compile
-# the kernels first, so that the launches below are only launches. Even so, a GPU can be
-# done before Python gets to the next line; then there is nothing left to refuse, and the
-# cell runs without an error. On the simulator, started work counts as in flight until
-# you wait for it.
-
-# %%
-# %%tilekernel
-def double(out: Mut[Tensor[f32, "B"]], src: Tensor[f32, "?"]):
-    out.store(load_tile_like(src, out) * 2.0)
-
-
-# %%
-big = (1 << 29) if ON_GPU else 4096
-a = cl.ones(big).sync()
-b = cl.full(big, 2.0).sync()
-c = cl.zeros(big).sync()
-w = cl.zeros(big).sync()
-add(c.partition_mut(1024), a, b).sync()        # compiles add and double for these shapes
-double(w.partition_mut(1024), c).sync()
-print(c[:4].to_numpy(), w[:4].to_numpy())
-
-# %% tags=["raises-exception"]
-pending = add(c.partition_mut(1024), a, b).start()     # writes c, reads a and b
-c.to_numpy()                                            # TL103: c is being written
-
-# %%
-pending.wait()
-print(c[:4].to_numpy())      # after the work is done: fine
-
-# %% tags=["raises-exception"]
-pending = add(c.partition_mut(1024), a, b).start()
-double(w.partition_mut(1024), c).start()           # TL104: reads c, which is being written
-
-# %% tags=["raises-exception"]
-pending.wait()
-pending = add(c.partition_mut(1024), a, b).start()
-double(a.partition_mut(1024), b).start()           # TL105: writes a, which is being read
-
-# %% [markdown]
-# The fixes: wait first, or chain the second launch after the first with `.then(...)`. A
-# chain runs in order on one stream, so the second launch cannot start before the first is
-# done (notebook 5 is about such pipelines).
-
-# %%
-pending.wait()
-
-chained = add(c.partition_mut(1024), a, b).then(lambda *_: double(w.partition_mut(1024), c))
-chained.sync()
-print(w[:4].to_numpy())      # (1 + 2) * 2
-
-# %% [markdown]
-# ## Recap
+# ## The full list of codes
 #
 # | when | code | what |
 # | --- | --- | --- |
@@ -495,4 +517,4 @@ print(w[:4].to_numpy())      # (1 + 2) * 2
 # The rest of the catalog, the language's own rules (types of parameters, unknown
 # names, unsupported Python), is in `docs/diagnostics.md`.
 #
-# Next, **03-thinking-in-tiles**: 2-D tiles, reductions and a fused softmax.
+# Next, **04-tensor-cores-and-the-roofline**: matrix products, and how fast is fast.
