@@ -176,6 +176,17 @@ else:
     print("timings need a GPU: on the simulator a replay re-runs the chain on the CPU")
 
 # %% [markdown]
+# Without a GPU there is nothing to time. Here is what the runtime benchmark **recorded** on
+# an H100 for the host cost of one launch, each way (the host side only: the time until the
+# call returns and the GPU has the work):
+
+# %%
+import recorded
+
+print(recorded.caption(recorded.RUNTIME))
+recorded.launch_overheads()
+
+# %% [markdown]
 # What to look at (on a GPU): a sync per launch pays a host round trip each time; a chain
 # pays it once; a graph also skips the per-launch host work, so its cost per kernel is close
 # to the GPU's own launch latency.

@@ -712,6 +712,8 @@ def _fmt(v) -> str:
     v = float(v)
     if np.isnan(v):
         return "nan"
+    if np.isinf(v):
+        return "inf" if v > 0 else "-inf"
     if v == int(v) and abs(v) < 1e6:
         return f"{v:.1f}"
     return f"{v:.6g}"
@@ -1053,6 +1055,10 @@ def _value_hints(puzzle: Puzzle, got, exp, wrong, out_name: str) -> list[str]:
     if np.isnan(got[wrong]).any() and not np.isnan(exp).any():
         hints.append("some results are NaN: an exp or a division of padding values? Check "
                      "what the loads put past the edge of the data.")
+    if np.isinf(got[wrong]).any() and not np.isinf(exp).any():
+        hints.append("some results are infinite: does padding of -inf take part in a sum, or "
+                     "a division by zero? Pad with what is neutral for the reduction: 0 for "
+                     "a sum, -inf for a maximum.")
     if np.allclose(got[wrong], 0) and np.all(exp[wrong] < 0):
         hints.append("every expected value here is negative and you got 0.0: are padding "
                      "zeros taking part? Loads past the edge of the data pad with zeros unless "
