@@ -239,7 +239,7 @@ check_col_sum(col_sum)
 # Two ways to leave elements out. **Padding**: a load that sticks out past the data fills the
 # outside with a value you choose (`padding="neg_inf"`, default zero), neutral for what comes
 # next. **`where(condition, a, b)`**: element by element, with a condition built from the
-# global indices of the tile (as above): `where(cols <= rows, t, 0.0)` keeps a lower triangle.
+# global indices of the tile (as above): `where(rows == cols, t, 0.0)` keeps the diagonal.
 
 # %% [markdown]
 # **Exercise: keep the columns whose index is a multiple of 3 (0, 3, 6, ...) and write 0 in the others.** Complete the kernel, run the cell, then the check. The check runs it on

@@ -355,20 +355,22 @@ check_matmul_kloop(matmul_kloop)
 # **Why.** Each `(BM, BN)` tile of `c` is a sum of `K / BK` tile products; the ragged last `K` tile pads with zeros, which add nothing. The loop count comes from the data (`num_tiles`), not a constant.
 
 # %% [markdown]
-# ## Puzzle 14 · Matrix product on tensor cores (mma)
+# ## Puzzle 14 · a @ bᵀ on tensor cores (mma)
 #
-# The same product for `f16` inputs, on tensor cores: `mma(ta, tb, acc)` multiplies
-# two `f16` tiles and adds to an `f32` accumulator. The sizes in the check are not multiples of the
+# `c = a @ bᵀ` for `f16` inputs, on tensor cores: the second operand comes
+# as `bt`, `N × K` (as the keys of attention do, or the weights of a linear layer). `mma(ta, tb,
+# acc)` multiplies two `f16` tiles and adds to an `f32` accumulator; the `(BK, BN)` tile it needs
+# is the transpose of a `(BN, BK)` tile of `bt`. The sizes in the check are not multiples of the
 # tiles.
 
 # %%
 # %%tilekernel
-def matmul_mma(c: Mut[Tensor[f32, "BM, BN"]], a: Tensor[f16, "?, ?"], b: Tensor[f16, "?, ?"],
+def matmul_mma(c: Mut[Tensor[f32, "BM, BN"]], a: Tensor[f16, "?, ?"], bt: Tensor[f16, "?, ?"],
                BK: Const[int] = 32):
     acc = full((BM, BN), 0.0, dtype=f32)
     for k in range(num_tiles(a, 1, (BM, BK))):
         ta = load_tile(a, (tile_id(0), k), (BM, BK))
-        tb = load_tile(b, (k, tile_id(1)), (BK, BN))
+        tb = transpose(load_tile(bt, (tile_id(1), k), (BN, BK)))   # (BK, BN)
         acc = mma(ta, tb, acc)
     c.store(acc)
 
@@ -378,28 +380,31 @@ check_matmul_mma(matmul_mma)
 
 
 # %% [markdown]
-# **Why.** `mma` is a fused multiply-add: the accumulator passed in is what carries the sum from one `K` tile to the next. Passing zeros each time kept only the last tile's product.
+# **Why.** `mma` is a fused multiply-add: the accumulator passed in is what carries the sum from one `K` tile to the next, and passing zeros each time kept only the last tile's product. The transpose is of a tile already loaded, not of `bt` in memory.
 
 # %% [markdown]
-# ## Puzzle 15 · Matrix product in grouped tile order
+# ## Puzzle 15 · relu(a @ b + bias) in grouped tile order
 #
-# The `mma` product again, now launched in **grouped tile order**. In row order
-# the tiles run (0, 0), (0, 1), (0, 2)...: consecutive tiles share a tile row of `a` but each
-# needs a different column band of `b`. Grouped order walks a band of `group_size` tile rows column
-# by column, so tiles that run together share both operands in L2. It is a schedule, declared on
-# the kernel; each tile keeps its single owner. Ask for groups of 2 tile rows.
+# `c = relu(a @ b + bias)`, a linear layer, with the bias and the ReLU
+# applied to the `f32` accumulator before the single store (a fused *epilogue*), launched in
+# **grouped tile order**. In row order the tiles run (0, 0), (0, 1), (0, 2)...: consecutive tiles
+# share a tile row of `a` but each needs a different column band of `b`. Grouped order walks a
+# band of `group_size` tile rows column by column, so tiles that run together share both operands
+# in L2. It is a schedule, declared on the kernel; each tile keeps its single owner. Ask for
+# groups of 2 tile rows.
 
 # %%
 # %%tilekernel
 @kernel(tile_order="grouped", group_size=2)
 def matmul_grouped(c: Mut[Tensor[f32, "BM, BN"]], a: Tensor[f16, "?, ?"],
-                   b: Tensor[f16, "?, ?"], BK: Const[int] = 32):
+                   b: Tensor[f16, "?, ?"], bias: Tensor[f32, "?"], BK: Const[int] = 32):
     acc = full((BM, BN), 0.0, dtype=f32)
     for k in range(num_tiles(a, 1, (BM, BK))):
         ta = load_tile(a, (tile_id(0), k), (BM, BK))
         tb = load_tile(b, (k, tile_id(1)), (BK, BN))
         acc = mma(ta, tb, acc)
-    c.store(acc)
+    acc = acc + reshape(load_tile(bias, (tile_id(1),), (BN,)), (1, BN))   # the epilogue
+    c.store(maximum(acc, 0.0))
 
 
 # %% tags=["nbval-ignore-output"]
@@ -407,7 +412,7 @@ check_matmul_grouped(matmul_grouped)
 
 
 # %% [markdown]
-# **Why.** The body is unchanged: grouped order is a bijection of the launch index onto the tiles, so every tile still has one owner and the kernel stays safe. The launch grid becomes 1-D; on a GPU, tiles that run at the same time share `a` and `b` tiles in L2.
+# **Why.** The epilogue costs nothing in memory traffic: it runs on the accumulator in registers, between the last `mma` and the one store. The loop is unchanged by the order: grouped order is a bijection of the launch index onto the tiles, so every tile still has one owner and the kernel stays safe. The launch grid becomes 1-D; on a GPU, tiles that run at the same time share `a` and `b` tiles in L2.
 
 # %% [markdown]
 # ## Puzzle 16 · Split-K: partial products added atomically

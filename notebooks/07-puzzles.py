@@ -474,30 +474,32 @@ check_matmul_kloop(matmul_kloop)
 
 
 # %% [markdown]
-# ## Puzzle 14 · Matrix product on tensor cores (mma)
+# ## Puzzle 14 · a @ bᵀ on tensor cores (mma)
 #
-# The same product for `f16` inputs, on tensor cores: `mma(ta, tb, acc)` multiplies
-# two `f16` tiles and adds to an `f32` accumulator. The sizes in the check are not multiples of the
+# `c = a @ bᵀ` for `f16` inputs, on tensor cores: the second operand comes
+# as `bt`, `N × K` (as the keys of attention do, or the weights of a linear layer). `mma(ta, tb,
+# acc)` multiplies two `f16` tiles and adds to an `f32` accumulator; the `(BK, BN)` tile it needs
+# is the transpose of a `(BN, BK)` tile of `bt`. The sizes in the check are not multiples of the
 # tiles.
 #
-# The check launches `matmul_mma(c.partition((32, 32)), a, b)` with `a: f16[100, 72]`, `b: f16[72, 80]`, `c: f32[100, 80]` (then a second case, of other sizes) and compares the result with this NumPy reference:
+# The check launches `matmul_mma(c.partition((32, 32)), a, bt)` with `a: f16[100, 72]`, `bt: f16[80, 72]`, `c: f32[100, 80]` (then a second case, of other sizes) and compares the result with this NumPy reference:
 #
 # ```python
-# def ref_matmul_mma(a, b):
-#     return a.astype(np.float32) @ b.astype(np.float32)
+# def ref_matmul_mma(a, bt):
+#     return a.astype(np.float32) @ bt.astype(np.float32).T     # bt is (N, K): c = a @ btᵀ
 # ```
 #
 # Stuck? `hint("matmul_mma")`.
 
 # %%
 # %%tilekernel
-def matmul_mma(c: Mut[Tensor[f32, "BM, BN"]], a: Tensor[f16, "?, ?"], b: Tensor[f16, "?, ?"],
+def matmul_mma(c: Mut[Tensor[f32, "BM, BN"]], a: Tensor[f16, "?, ?"], bt: Tensor[f16, "?, ?"],
                BK: Const[int] = 32):
     zero = full((BM, BN), 0.0, dtype=f32)
     acc = zero
     for k in range(num_tiles(a, 1, (BM, BK))):
         ta = load_tile(a, (tile_id(0), k), (BM, BK))
-        tb = load_tile(b, (k, tile_id(1)), (BK, BN))
+        tb = transpose(load_tile(bt, (tile_id(1), k), (BN, BK)))
         acc = mma(ta, tb, zero)                   # a first attempt
     c.store(acc)
 
@@ -507,19 +509,21 @@ check_matmul_mma(matmul_mma)
 
 
 # %% [markdown]
-# ## Puzzle 15 · Matrix product in grouped tile order
+# ## Puzzle 15 · relu(a @ b + bias) in grouped tile order
 #
-# The `mma` product again, now launched in **grouped tile order**. In row order
-# the tiles run (0, 0), (0, 1), (0, 2)...: consecutive tiles share a tile row of `a` but each
-# needs a different column band of `b`. Grouped order walks a band of `group_size` tile rows column
-# by column, so tiles that run together share both operands in L2. It is a schedule, declared on
-# the kernel; each tile keeps its single owner. Ask for groups of 2 tile rows.
+# `c = relu(a @ b + bias)`, a linear layer, with the bias and the ReLU
+# applied to the `f32` accumulator before the single store (a fused *epilogue*), launched in
+# **grouped tile order**. In row order the tiles run (0, 0), (0, 1), (0, 2)...: consecutive tiles
+# share a tile row of `a` but each needs a different column band of `b`. Grouped order walks a
+# band of `group_size` tile rows column by column, so tiles that run together share both operands
+# in L2. It is a schedule, declared on the kernel; each tile keeps its single owner. Ask for
+# groups of 2 tile rows.
 #
-# The check launches `matmul_grouped(c.partition((32, 32)), a, b)` with `a: f16[128, 64]`, `b: f16[64, 128]`, `c: f32[128, 128]` (then a second case, of other sizes) and compares the result with this NumPy reference:
+# The check launches `matmul_grouped(c.partition((32, 32)), a, b, bias)` with `a: f16[128, 64]`, `b: f16[64, 128]`, `bias: f32[128]`, `c: f32[128, 128]` (then a second case, of other sizes) and compares the result with this NumPy reference:
 #
 # ```python
-# def ref_matmul_grouped(a, b):
-#     return a.astype(np.float32) @ b.astype(np.float32)
+# def ref_matmul_grouped(a, b, bias):
+#     return np.maximum(a.astype(np.float32) @ b.astype(np.float32) + bias[None, :], 0)
 # ```
 #
 # Stuck? `hint("matmul_grouped")`.
@@ -528,13 +532,13 @@ check_matmul_mma(matmul_mma)
 # %%tilekernel
 # TODO: run the tiles in grouped order, 2 tile rows per group
 def matmul_grouped(c: Mut[Tensor[f32, "BM, BN"]], a: Tensor[f16, "?, ?"],
-                   b: Tensor[f16, "?, ?"], BK: Const[int] = 32):
+                   b: Tensor[f16, "?, ?"], bias: Tensor[f32, "?"], BK: Const[int] = 32):
     acc = full((BM, BN), 0.0, dtype=f32)
     for k in range(num_tiles(a, 1, (BM, BK))):
         ta = load_tile(a, (tile_id(0), k), (BM, BK))
         tb = load_tile(b, (k, tile_id(1)), (BK, BN))
         acc = mma(ta, tb, acc)
-    c.store(acc)
+    c.store(acc)                                  # TODO: add the bias, then the ReLU
 
 
 # %% tags=["nbval-ignore-output"]

@@ -186,12 +186,12 @@ def ref_matmul_kloop(a, b):
     return a @ b
 
 
-def ref_matmul_mma(a, b):
-    return a.astype(np.float32) @ b.astype(np.float32)
+def ref_matmul_mma(a, bt):
+    return a.astype(np.float32) @ bt.astype(np.float32).T     # bt is (N, K): c = a @ btᵀ
 
 
-def ref_matmul_grouped(a, b):
-    return a.astype(np.float32) @ b.astype(np.float32)
+def ref_matmul_grouped(a, b, bias):
+    return np.maximum(a.astype(np.float32) @ b.astype(np.float32) + bias[None, :], 0)
 
 
 def ref_split_k(a, b):
@@ -284,13 +284,15 @@ def _cases_matmul_kloop(rng):
 
 
 def _cases_matmul_mma(rng):
-    return [Case([_f16(rng, 100, 72), _f16(rng, 72, 80)], (100, 80), "f32", (32, 32)),
-            Case([_f16(rng, 64, 128), _f16(rng, 128, 96)], (64, 96), "f32", (32, 32))]
+    return [Case([_f16(rng, 100, 72), _f16(rng, 80, 72)], (100, 80), "f32", (32, 32)),
+            Case([_f16(rng, 64, 128), _f16(rng, 96, 128)], (64, 96), "f32", (32, 32))]
 
 
 def _cases_matmul_grouped(rng):
-    return [Case([_f16(rng, 128, 64), _f16(rng, 64, 128)], (128, 128), "f32", (32, 32)),
-            Case([_f16(rng, 80, 96), _f16(rng, 96, 72)], (80, 72), "f32", (16, 32))]
+    return [Case([_f16(rng, 128, 64), _f16(rng, 64, 128), _f32(rng, 128)], (128, 128), "f32",
+                 (32, 32)),
+            Case([_f16(rng, 80, 96), _f16(rng, 96, 72), _f32(rng, 72)], (80, 72), "f32",
+                 (16, 32))]
 
 
 def _split_grid(m, n, k, tile):
@@ -351,10 +353,20 @@ def _first_k_tile(case):
 
 
 def _last_k_tile(case):
-    a, b = case.inputs
+    a, bt = case.inputs
     k = a.shape[1]
     last = (k - 1) // MM_BK * MM_BK
-    return _f(a[:, last:]) @ _f(b[last:, :])
+    return _f(a[:, last:]) @ _f(bt[:, last:]).T
+
+
+def _without_relu(case):
+    a, b, bias = case.inputs
+    return _f(a) @ _f(b) + bias[None, :]
+
+
+def _product_alone(case):
+    a, b, _bias = case.inputs
+    return _f(a) @ _f(b)
 
 
 def _conv_without_flip_of_offset(case):
@@ -487,23 +499,29 @@ PUZZLES: dict[str, Puzzle] = {p.name: p for p in [
                              "`num_tiles(a, 1, (BM, BK))` and add up the products."),),
            hint="`acc = acc + matmul(ta, tb)` for every k; the K tiles past the edge of the "
                 "data are padded with zeros, which add nothing to a product."),
-    Puzzle("matmul_mma", "Matrix product on tensor cores (mma)",
+    Puzzle("matmul_mma", "a @ bᵀ on tensor cores (mma)",
            (Param("c", "mut", "f32", 2), Param("a", "shared", "f16", 2),
-            Param("b", "shared", "f16", 2)),
+            Param("bt", "shared", "f16", 2)),
            _cases_matmul_mma, ref_matmul_mma, 1e-3, 1e-2,
            mistakes=(Mistake(_last_k_tile, "c is the product of the last K tile only: each "
                              "`mma` started again from zeros. Pass the running accumulator: "
                              "`acc = mma(ta, tb, acc)`."),),
-           hint="`mma(ta, tb, acc)` returns acc + ta @ tb with f16 inputs and an f32 "
-                "accumulator: the accumulator carries the sum from one K tile to the next."),
-    Puzzle("matmul_grouped", "Matrix product in grouped tile order",
+           hint="Tile (j, k) of bt, shape (BN, BK), transposed is the (BK, BN) tile of b you "
+                "need: `transpose(load_tile(bt, (tile_id(1), k), (BN, BK)))`. `mma(ta, tb, "
+                "acc)` returns acc + ta @ tb: the accumulator carries the sum over K tiles."),
+    Puzzle("matmul_grouped", "relu(a @ b + bias) in grouped tile order",
            (Param("c", "mut", "f32", 2), Param("a", "shared", "f16", 2),
-            Param("b", "shared", "f16", 2)),
+            Param("b", "shared", "f16", 2), Param("bias", "shared", "f32", 1)),
            _cases_matmul_grouped, ref_matmul_grouped, 1e-3, 1e-2,
            requires=_grouped_order,
+           mistakes=(Mistake(_without_relu, "c is a @ b + bias without the ReLU: apply "
+                             "`maximum(..., 0.0)` to the accumulator before the store."),
+                     Mistake(_product_alone, "c is a @ b alone: the epilogue is missing. Add "
+                             "the bias (a (1, BN) row for your columns) to the accumulator, "
+                             "then the ReLU, before the store.")),
            hint="Grouped order is a schedule, not a change of the body: "
-                "`@kernel(tile_order=\"grouped\", group_size=2)` above the `def`. Each tile "
-                "still has one owner; the order in which they run changes."),
+                "`@kernel(tile_order=\"grouped\", group_size=2)` above the `def`. The "
+                "epilogue (bias, ReLU) runs on the f32 accumulator, once, before the store."),
     Puzzle("split_k", "Split-K: partial products added atomically",
            (Param("c", "mut", "f32", 2), Param("a", "shared", "f32", 2),
             Param("b", "shared", "f32", 2)),
