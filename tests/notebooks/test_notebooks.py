@@ -342,12 +342,12 @@ def test_inputs_are_fresh_and_a_seed_replays_them(puzzles):
 
 def test_known_mistakes_are_named(puzzles):
     k = _kernel('def matmul_mma(c: Mut[Tensor[f32, "BM, BN"]], a: Tensor[f16, "?, ?"], '
-                'b: Tensor[f16, "?, ?"], BK: Const[int] = 32):\n'
+                'bt: Tensor[f16, "?, ?"], BK: Const[int] = 32):\n'
                 '    zero = full((BM, BN), 0.0, dtype=f32)\n'
                 '    acc = zero\n'
                 '    for k in range(num_tiles(a, 1, (BM, BK))):\n'
                 '        acc = mma(load_tile(a, (tile_id(0), k), (BM, BK)), '
-                'load_tile(b, (k, tile_id(1)), (BK, BN)), zero)\n'
+                'transpose(load_tile(bt, (tile_id(1), k), (BN, BK))), zero)\n'
                 '    c.store(acc)\n', "matmul_mma")
     r = puzzles.check_matmul_mma(k, gpu=False)
     assert r.kind == "mismatch" and "likely: c is the product of the last K tile only" \
