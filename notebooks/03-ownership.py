@@ -138,6 +138,19 @@ def bump(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
 
 
 # %% [markdown]
+# The checker let `shift` through, and it is wrong: every tile writes its neighbour's place,
+# the first 128 elements are never written and the last tile writes past the end. The
+# simulator, which watches raw stores as they run, says so:
+
+# %%
+cl.set_backend("sim")
+run = shift(cl.zeros(1000).partition(128), cl.randn(1000, seed=3))
+run.sync()
+cl.set_backend(None)
+print(run.sim_result.summary())
+
+
+# %% [markdown]
 # ## Launching: a few kernels and some data
 
 # %%

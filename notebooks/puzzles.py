@@ -347,6 +347,18 @@ def _softmax_per_tile(case):
     return out
 
 
+def _softmax_sum_not_rescaled(case):
+    x = case.inputs[0].astype(np.float64)
+    bn = case.tile[1]
+    m = np.full((x.shape[0], 1), -np.inf)
+    l = np.zeros((x.shape[0], 1))
+    for j in range(0, x.shape[1], bn):
+        t = x[:, j:j + bn]
+        m = np.maximum(m, t.max(axis=1, keepdims=True))
+        l = l + np.exp(t - m).sum(axis=1, keepdims=True)      # the old sum kept its old scale
+    return np.exp(x - m) / l
+
+
 def _first_k_tile(case):
     a, b = case.inputs
     return _f(a[..., :MM_BK]) @ _f(b[..., :MM_BK, :])
@@ -567,7 +579,10 @@ PUZZLES["outer_grad_x"].mistakes = (
 PUZZLES["online_softmax"].mistakes = (
     Mistake(_softmax_per_tile, "each tile was normalised on its own, so every tile of a row "
             "sums to 1 instead of the whole row: the maximum and the sum must come from all "
-            "of the row's tiles."),)
+            "of the row's tiles."),
+    Mistake(_softmax_sum_not_rescaled, "the running sum l was not rescaled when the running "
+            "maximum grew: its terms are exp(x - m) with the old m. Multiply l by "
+            "exp(m - m_new) before adding the new tile's sum."))
 PUZZLES["conv2d"].mistakes = (
     Mistake(_conv_without_flip_of_offset, "z is the convolution with the window starting at "
             "(i, j) instead of centred on it: element (a, b) of k multiplies x[i + a - 1, "

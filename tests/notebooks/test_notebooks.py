@@ -354,6 +354,45 @@ def test_known_mistakes_are_named(puzzles):
         in r.message, r.message
 
 
+# wrong answers as a learner writes them (not the stubs), and what the feedback must point at
+LEARNER = {
+    "causal_mask": ("""
+def causal_mask(z: Mut[Tensor[f32, "B, B"]], x: Tensor[f32, "?, ?"]):
+    rows = reshape(arange(B, dtype=i32), (B, 1)) + tile_id(0) * B
+    cols = reshape(arange(B, dtype=i32), (1, B)) + tile_id(1) * B
+    z.store(where(cols < rows, load_tile_like(x, z), 0.0))
+""", "mismatch", "exactly the elements on the diagonal are wrong"),
+    "online_softmax": ("""
+def online_softmax(z: Mut[Tensor[f32, "BR, BN"]], x: Tensor[f32, "?, ?"]):
+    m = full((BR, 1), -1.0e30, dtype=f32)
+    l = full((BR, 1), 0.0, dtype=f32)
+    for j in range(num_tiles(x, 1, (BR, BN))):
+        t = load_tile(x, (tile_id(0), j), (BR, BN), padding="neg_inf")
+        m_new = maximum(m, max(t, axis=1, keepdims=True))
+        l = l + sum(exp(t - m_new), axis=1, keepdims=True)
+        m = m_new
+    z.store(exp(load_tile_like(x, z) - m) / l)
+""", "mismatch", "the running sum l was not rescaled"),
+    "batched_matmul": ("""
+def batched_matmul(c: Mut[Tensor[f32, "1, BM, BN"]], a: Tensor[f32, "?, ?, ?"],
+                   b: Tensor[f32, "?, ?, ?"], BK: Const[int] = 32):
+    acc = full((BM, BN), 0.0, dtype=f32)
+    for k in range(num_tiles(a, 2, (1, BM, BK))):
+        ta = reshape(load_tile(a, (tile_id(0), tile_id(1), k), (1, BM, BK)), (BM, BK))
+        tb = reshape(load_tile(b, (tile_id(0), k, tile_id(1)), (1, BK, BN)), (BK, BN))
+        acc = acc + matmul(ta, tb)
+    c.store(reshape(acc, (1, BM, BN)))
+""", "out_of_bounds", "a: f32[3, 40, 64], b: f32[3, 64, 24], c: f32[3, 40, 24]"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEARNER))
+def test_a_learners_wrong_answer_gets_feedback_that_points_at_the_fix(puzzles, name):
+    src, kind, words = LEARNER[name]
+    r = puzzles.check(name, _kernel(src.lstrip(), name), gpu=False)
+    assert r.kind == kind and words in r.message, r.message
+
+
 def test_check_explains_a_signature_that_does_not_fit(puzzles):
     k = _kernel('def scale(z: Mut[Tensor[f16, "B"]], x: Tensor[f32, "?"], alpha: f32):\n'
                 '    z.store(load_tile_like(x, z).astype(f16))\n', "scale")
