@@ -216,7 +216,7 @@ def ref_flash_attention(q, k, v, scale):
     return (p / p.sum(axis=1, keepdims=True)) @ v.astype(np.float32)
 
 
-# --- cases: two launches each, one of them ragged --------------------------------------------------
+# --- cases: two launches each, one of them ragged ------------------------------------------
 
 def _cases_scale(rng):
     return [Case([_f32(rng, 1000), float(rng.choice([2.5, 3.0, -1.5]))], (1000,), "f32", (64,)),
@@ -381,7 +381,7 @@ def _product_alone(case):
     return _f(a) @ _f(b)
 
 
-def _conv_without_flip_of_offset(case):
+def _conv_window_not_centred(case):
     x, k = case.inputs       # the window not centred: x[i + a, j + b] instead of x[i + a - 1, ...]
     xp = np.pad(x, ((0, 2), (0, 2)))
     h, w = x.shape
@@ -467,12 +467,18 @@ PUZZLES: dict[str, Puzzle] = {p.name: p for p in [
     Puzzle("long_row_sum", "Sum of every row, rows longer than a tile (a loop)",
            (Param("z", "mut", "f32", 2), Param("x", "shared", "f32", 2)),
            _cases_long_row_sum, ref_long_row_sum, 1e-5, 1e-4,
+           mistakes=(Mistake(_first_tile_sum, f"z is the sum of the first {ROW_BN} columns "
+                             "only: the other column tiles were never added. Loop over "
+                             "them."),),
            hint="`for j in range(num_tiles(x, 1, (BR, BN))):` visits every column tile of "
                 "your rows; keep a (BR, 1) running sum in a variable."),
     Puzzle("outer_grad_x", "Backward of the outer product: the gradient of x",
            (Param("dx", "mut", "f32", 1), Param("dz", "shared", "f32", 2),
             Param("y", "shared", "f32", 1)),
            _cases_outer_grad_x, ref_outer_grad_x, 1e-4, 1e-4,
+           mistakes=(Mistake(_grad_x_without_y, "dx is the plain row sum of dz: each "
+                             "dz[i, j] must be multiplied by y[j] (the chain rule through "
+                             "z = x * y)."),),
            hint="z[i, j] = x[i] * y[j], so dx[i] = sum over j of dz[i, j] * y[j]: a row "
                 "reduction of dz times y, looped over the column tiles."),
     Puzzle("outer_grad_y", "Backward of the outer product: the gradient of y",
@@ -484,6 +490,13 @@ PUZZLES: dict[str, Puzzle] = {p.name: p for p in [
     Puzzle("online_softmax", "Softmax of rows longer than a tile (online)",
            (Param("z", "mut", "f32", 2), Param("x", "shared", "f32", 2)),
            _cases_online_softmax, ref_online_softmax, 1e-5, 1e-6,
+           mistakes=(Mistake(_softmax_per_tile, "each tile was normalised on its own, so "
+                             "every tile of a row sums to 1 instead of the whole row: the "
+                             "maximum and the sum must come from all of the row's tiles."),
+                     Mistake(_softmax_sum_not_rescaled, "the running sum l was not rescaled "
+                             "when the running maximum grew: its terms are exp(x - m) with the "
+                             "old m. Multiply l by exp(m - m_new) before adding the new "
+                             "tile's sum.")),
            hint="First a loop over all column tiles of your rows keeping a running maximum m "
                 "and a running sum l; when the maximum grows to m_new, the old sum is worth "
                 "l * exp(m - m_new). Then your own tile is exp(t - m) / l."),
@@ -492,6 +505,9 @@ PUZZLES: dict[str, Puzzle] = {p.name: p for p in [
            (Param("z", "mut", "f32", 2), Param("x", "shared", "f32", 2),
             Param("k", "shared", "f32", 2)),
            _cases_conv2d, ref_conv2d, 1e-5, 1e-4,
+           mistakes=(Mistake(_conv_window_not_centred, "z is the convolution with the "
+                             "window starting at (i, j) instead of centred on it: element "
+                             "(a, b) of k multiplies x[i + a - 1, j + b - 1]."),),
            hint="A window shifted by one element is not a tile of x, so it is read with "
                 "`gather(x, (rows, cols))`, a raw read inside `with unsafe():`. Keep gather's "
                 "bounds check: past the edge it reads 0, which is the zero padding."),
@@ -567,26 +583,6 @@ PUZZLES: dict[str, Puzzle] = {p.name: p for p in [
            hint="The online softmax of `online_softmax`, with p @ v accumulated on the way: "
                 "`acc = mma(p.astype(f16), tv, acc * alpha)` where alpha = exp(m - m_new)."),
 ]}
-
-
-# Learners' first attempts at the simplest puzzles, recognised by what they compute.
-PUZZLES["long_row_sum"].mistakes = (
-    Mistake(_first_tile_sum, f"z is the sum of the first {ROW_BN} columns only: the other "
-            "column tiles were never added. Loop over them."),)
-PUZZLES["outer_grad_x"].mistakes = (
-    Mistake(_grad_x_without_y, "dx is the plain row sum of dz: each dz[i, j] must be "
-            "multiplied by y[j] (the chain rule through z = x * y)."),)
-PUZZLES["online_softmax"].mistakes = (
-    Mistake(_softmax_per_tile, "each tile was normalised on its own, so every tile of a row "
-            "sums to 1 instead of the whole row: the maximum and the sum must come from all "
-            "of the row's tiles."),
-    Mistake(_softmax_sum_not_rescaled, "the running sum l was not rescaled when the running "
-            "maximum grew: its terms are exp(x - m) with the old m. Multiply l by "
-            "exp(m - m_new) before adding the new tile's sum."))
-PUZZLES["conv2d"].mistakes = (
-    Mistake(_conv_without_flip_of_offset, "z is the convolution with the window starting at "
-            "(i, j) instead of centred on it: element (a, b) of k multiplies x[i + a - 1, "
-            "j + b - 1]."),)
 
 
 # Small exercises of notebook 02 (one per idea: 2-D tiles, tile_id, load_tile, a reduction, a

@@ -117,7 +117,7 @@ def test_cells_meant_to_fail_are_tagged():
             assert bool(errors) == tagged, (path.name, cell.id, cell.source[:80])
 
 
-# --- the puzzles, as the notebooks run them ----------------------------------------------------------
+# --- the puzzles, as the notebooks run them --------------------------------------------------
 
 # what each stub's check must say: its kind, and words that must be in the message
 STUB_FAILURES = {
@@ -470,7 +470,7 @@ def _printed(fn) -> str:
     return buf.getvalue()
 
 
-# --- run_all.py --------------------------------------------------------------------------------------
+# --- run_all.py ------------------------------------------------------------------------------
 
 def test_run_all_fails_loudly_and_lets_tagged_cells_raise(tmp_path):
     nbformat = pytest.importorskip("nbformat")
