@@ -962,12 +962,18 @@ def _simulator_findings(sim, out_name: str, where: str) -> None:
     if own is not None:
         unwritten = own == -1
         if unwritten.any():
+            from cutile_lab.simulation.memory import SHARED_ATOMIC
             first = np.argwhere(unwritten)[0]
+            why = ("  Every element of the output belongs to one tile, and that tile must "
+                   "store it.")
+            if (own == SHARED_ATOMIC).any():
+                why = ("  The atomic updates landed on some elements only: are their indices "
+                       "the tile's global rows and columns (offset by tile_id * the tile "
+                       "size)?")
             raise _Failed("unwritten", [
                 f"{int(unwritten.sum())} of {own.size} elements of `{out_name}` were never "
-                f"written ({where}); the first is {out_name}{_index(first)}.",
-                "  Every element of the output belongs to one tile, and that tile must store "
-                "it."], _ownership_png(sim, out_name))
+                f"written ({where}); the first is {out_name}{_index(first)}.", why],
+                _ownership_png(sim, out_name))
 
 
 # --- what a mismatch looks like ---------------------------------------------------------------

@@ -373,6 +373,16 @@ def online_softmax(z: Mut[Tensor[f32, "BR, BN"]], x: Tensor[f32, "?, ?"]):
         m = m_new
     z.store(exp(load_tile_like(x, z) - m) / l)
 """, "mismatch", "the running sum l was not rescaled"),
+    "split_k": ("""
+def split_k(c: Mut[Tensor[f32, "BM, BN"]], a: Tensor[f32, "?, ?"], b: Tensor[f32, "?, ?"],
+            BK: Const[int] = 16):
+    s = tile_id(2)
+    part = matmul(load_tile(a, (tile_id(0), s), (BM, BK)), load_tile(b, (s, tile_id(1)), (BK, BN)))
+    rows = reshape(arange(BM, dtype=i32), (BM, 1))
+    cols = reshape(arange(BN, dtype=i32), (1, BN))
+    with unsafe():
+        atomic_add(c, (rows, cols), part)
+""", "unwritten", "offset by tile_id * the tile size"),
     "batched_matmul": ("""
 def batched_matmul(c: Mut[Tensor[f32, "1, BM, BN"]], a: Tensor[f32, "?, ?, ?"],
                    b: Tensor[f32, "?, ?, ?"], BK: Const[int] = 32):
