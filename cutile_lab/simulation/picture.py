@@ -273,7 +273,7 @@ def mismatch_figure(result, name: str, wrong: np.ndarray, *, title: str | None =
     bad = _as_2d(np.asarray(wrong, dtype=bool))
     h, w = own.shape
     img = ownership_image(result, name).astype(np.float32)
-    img = (0.35 * img + 0.65 * 255).astype(np.uint8)          # the tiles, faded
+    img = (0.3 * img + 0.7 * 255).astype(np.uint8)          # the tiles, faded
     img[bad] = _RED
     sy = max(1, -(-h // _MAX_PIXELS))
     sx = max(1, -(-w // _MAX_PIXELS))
