@@ -1029,7 +1029,11 @@ def patterns(wrong: np.ndarray, tile: tuple) -> list[str]:
                               ((j < i), "below the diagonal (column < row)"),
                               ((j == i), "on the diagonal")):
             if region.any() and (wrong == region).all():
-                out.append(f"exactly the elements {words} are wrong, and all of them.")
+                off_by_one = (" A comparison of row and column off by one (`<` where `<=` "
+                              "belongs, or the other way round)?" if words == "on the diagonal"
+                              else "")
+                out.append(f"exactly the elements {words} are wrong, and all of "
+                           f"them.{off_by_one}")
                 break
             if region.any() and not (wrong & ~region).any():
                 out.append(f"only elements {words} are wrong.")
