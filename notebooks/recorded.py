@@ -11,7 +11,10 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+# a checkout's benchmarks/results, or the copy an installed package ships beside its tutorials
+_HERE = Path(__file__).resolve().parent
+RESULTS = next((p for p in (_HERE.parent / "benchmarks" / "results", _HERE / "results")
+                if p.is_dir()), _HERE.parent / "benchmarks" / "results")
 KERNELS = "kernels-nvidia-h100-80gb-hbm3.json"
 RUNTIME = "runtime-nvidia-h100-80gb-hbm3.json"
 

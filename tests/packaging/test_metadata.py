@@ -91,7 +91,14 @@ def test_every_tutorial_is_shipped_and_nothing_else_from_notebooks():
     forced = PYPROJECT["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
     assert forced["docs/diagnostics.md"] == "cutile_lab/docs/diagnostics.md"
     wanted = {f"notebooks/{p.name}" for p in (ROOT / "notebooks").glob("[0-9]*.ipynb")}
-    wanted |= {"notebooks/puzzles.py", "notebooks/README.md"}
+    wanted |= {"notebooks/puzzles.py", "notebooks/README.md", "notebooks/recorded.py"}
+    # and what recorded.py reads, beside them
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("recorded", ROOT / "notebooks" / "recorded.py")
+    recorded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recorded)
+    for name in (recorded.KERNELS, recorded.RUNTIME):
+        assert forced[f"benchmarks/results/{name}"] == f"cutile_lab/tutorials/results/{name}"
     shipped = {k for k in forced if k.startswith("notebooks")}
     assert shipped == wanted, ("pyproject.toml's [tool.hatch.build.targets.wheel.force-include] "
                                "must list each tutorial: " + ", ".join(sorted(wanted ^ shipped)))
