@@ -25,6 +25,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LABEXT = ROOT / "cutile_lab" / "labextension"
+import tomllib  # noqa: E402  (3.11+, the oldest Python the project claims)
+FORCED = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"][
+    "targets"]["wheel"]["force-include"]
 
 pytestmark = pytest.mark.packaging
 
@@ -91,7 +94,10 @@ def test_the_wheel_carries_extension_catalog_tutorials_license_and_metadata(whee
     assert "cutile_lab/tutorials/puzzles.py" in names
     assert {n for n in names if n.startswith("cutile_lab/tutorials/")} == {
         f"cutile_lab/tutorials/{p.name}" for p in (ROOT / "notebooks").glob("[0-9]*.ipynb")
-    } | {"cutile_lab/tutorials/puzzles.py", "cutile_lab/tutorials/README.md"}
+    } | {"cutile_lab/tutorials/puzzles.py", "cutile_lab/tutorials/README.md",
+         "cutile_lab/tutorials/recorded.py"} | {
+        "cutile_lab/tutorials/" + dst.split("cutile_lab/tutorials/", 1)[1]
+        for src, dst in FORCED.items() if src.startswith("benchmarks/results/")}
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert "License-Expression: Apache-2.0" in meta
     assert re.search(r"^Author: .+|^Author-email: .+", meta, re.M)
