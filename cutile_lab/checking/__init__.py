@@ -57,7 +57,19 @@ def check_kernel(kdef: KernelDef, globals_: Mapping | None = None) -> list[Diagn
                 "TL099", "note", f"the checker rule `{rule.__name__}` failed on this kernel "
                 f"({type(e).__name__}: {e}); its checks were skipped", kdef.span,
                 help="this is a bug in cutile_lab, not in your kernel; please report it"))
-    return sort_diagnostics(_dedupe(diags))
+    return sort_diagnostics(_dedupe(_consequences_dropped(diags)))
+
+
+# Errors that an earlier error can cause (a tile whose shape is unknown because a name in it is
+# unknown, or a construct is unsupported): shown only when nothing else is wrong, so that the
+# user fixes the cause first. The kernel is rejected either way.
+CONSEQUENTIAL = frozenset({"TL035"})
+
+
+def _consequences_dropped(diags: list[Diagnostic]) -> list[Diagnostic]:
+    if any(d.is_error and d.code not in CONSEQUENTIAL for d in diags):
+        return [d for d in diags if d.code not in CONSEQUENTIAL]
+    return diags
 
 
 def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
