@@ -43,7 +43,7 @@ def check_kernel(kdef: KernelDef, globals_: Mapping | None = None) -> list[Diagn
     unknown-name rule; without it, names defined at the top of the kernel's file or cell are.
     """
     from cutile_lab.checking.context import KernelContext
-    from cutile_lab.checking.cutile_rules import CUTILE_RULES
+    from cutile_lab.checking.cutile_index import CUTILE_RULES
     from cutile_lab.checking.kernel_rules import TILE_RULES
 
     diags = list(kdef.diagnostics)
