@@ -24,7 +24,16 @@ from cutile_lab.errors import Diagnostic, LanguageError, Span
 from cutile_lab.language.frontend import KernelDef, KernelSource, parse_kernels
 
 __all__ = ["check_kernel", "check_kernels", "check_source", "check_launch", "ArgDesc",
-           "BorrowState", "render_text", "render_html", "to_json", "CODES", "sort_diagnostics"]
+           "BorrowState", "render_text", "render_html", "to_json", "CODES", "sort_diagnostics",
+           "unchecked_spans", "UNCHECKED"]
+
+UNCHECKED = "TL050"     # the note that marks code the checker did not check
+
+
+def unchecked_spans(diags) -> list[Span]:
+    """The spans of the unchecked code among ``diags`` (``with unsafe():`` blocks, helper calls
+    that run one), in source order: what a report shows as "N unchecked blocks"."""
+    return [d.span for d in sort_diagnostics(diags) if d.code == UNCHECKED and d.span]
 
 
 def sort_diagnostics(diags) -> list[Diagnostic]:
