@@ -38,6 +38,17 @@ def kernel_options(ctx: KernelContext) -> Iterator[Diagnostic]:
     a value that is not a literal (it would be dropped: a kernel compiles before any variable of
     the notebook exists)."""
     kdef = ctx.kdef
+    for dec in kdef.node.decorator_list:
+        if isinstance(dec, ast.Call):
+            for kw in dec.keywords:
+                if kw.arg is None:
+                    yield ctx.diag("TL004", "`**` options cannot be read from the decorator",
+                                   kw.value, help="write each option as `name=value`, e.g. "
+                                                  "`@kernel(occupancy=2)`")
+            if dec.args:
+                yield ctx.diag("TL004", "`@kernel` takes options by name only", dec.args[0],
+                               help="write each option as `name=value`, e.g. "
+                                    "`@kernel(occupancy=2)`")
     keywords = {kw.arg: kw for dec in kdef.node.decorator_list if isinstance(dec, ast.Call)
                 for kw in dec.keywords if kw.arg is not None}
     for name, kw in keywords.items():

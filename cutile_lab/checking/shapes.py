@@ -79,6 +79,8 @@ def stored_tile_type(ctx: KernelContext) -> Iterator[Diagnostic]:
     """TL016 shape, TL035 unprovable shape, TL017 lossy dtype, TL018 lossless implicit
     conversion of a stored tile."""
     for info, p in own_store_calls(ctx):
+        if p.name in ctx.broken:         # its declaration is reported (TL001)
+            continue
         call = info.node
         if len(call.args) != 1 or call.keywords:
             continue
