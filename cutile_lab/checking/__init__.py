@@ -62,10 +62,11 @@ def check_kernel(kdef: KernelDef, globals_: Mapping | None = None) -> list[Diagn
         try:
             diags.extend(rule(ctx))
         except Exception as e:   # a checker bug must not stop the user's work
-            diags.append(Diagnostic(
-                "TL099", "note", f"the checker rule `{rule.__name__}` failed on this kernel "
-                f"({type(e).__name__}: {e}); its checks were skipped", kdef.span,
-                help="this is a bug in cutile_lab, not in your kernel; please report it"))
+            diags.append(Diagnostic(   # an error: what was not checked is never "no problems"
+                "TL099", "error", f"the checker rule `{rule.__name__}` failed on this kernel "
+                f"({type(e).__name__}: {e}), so the kernel could not be checked", kdef.span,
+                help="this is a bug in cutile_lab, not in your kernel; please report it with "
+                     "the kernel's source"))
     return sort_diagnostics(_dedupe(_consequences_dropped(diags)))
 
 

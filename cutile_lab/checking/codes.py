@@ -72,7 +72,7 @@ _TABLE: list[tuple[str, Severity, str]] = [
     ("TL062", "note", "an array is both read and written"),
     ("TL063", "warning", "a call the race analysis cannot follow: its writes are unchecked"),
     # internal
-    ("TL099", "note", "a checker rule failed internally (a bug in cutile_lab)"),
+    ("TL099", "error", "a checker rule failed internally (a bug in cutile_lab)"),
     # launch level: aliasing
     ("TL100", "error", "the same memory is passed as a mutable output and a shared input"),
     ("TL101", "error", "the same memory is passed as two mutable outputs"),

@@ -265,6 +265,7 @@ class Typing:
     def _global(self, name: str) -> Val:
         if name in self._globals_cache:
             return self._globals_cache[name]
+        self._globals_cache[name] = None          # a module-level name defined by itself
         v = self._resolve_global(name)
         self._globals_cache[name] = v
         return v

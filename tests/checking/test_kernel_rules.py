@@ -131,7 +131,7 @@ def test_a_failing_rule_becomes_a_tl099_note(monkeypatch):
     assert broken in kr.TILE_RULES
     diags = check_source(GOOD["vector_add"], "<boom>")
     assert [d.code for d in diags] == ["TL099"]
-    assert diags[0].severity == "note" and "broken" in diags[0].message
+    assert diags[0].severity == "error" and "broken" in diags[0].message
 
 
 def test_store_in_both_branches_and_after_early_return_is_once():
