@@ -398,7 +398,9 @@ class LaunchOp(DeviceOp):
                 if last.fast is f and last.event is None and last.ready and not last.done \
                         and (last._where is self._where or last._where == self._where):
                     for o in f.movers:
-                        if o.moved is not None:
+                        if o.moved is not None or (type(o) is Tensor and
+                                                   o.storage.moves is not None and
+                                                   o.dead_view() is not None):
                             break
                     else:
                         if measure:
@@ -499,7 +501,8 @@ class LaunchOp(DeviceOp):
             STATS["checks"] += 1
         else:
             for o in f.movers:
-                if o.moved is not None:
+                if o.moved is not None or (type(o) is Tensor and o.storage.moves is not None
+                                           and o.dead_view() is not None):
                     self._raise_moved(self.bound, ctx)
             if ownership._count:
                 flight = ctx.flight
@@ -538,7 +541,8 @@ class LaunchOp(DeviceOp):
 
     def _check_again(self, f, ctx) -> None:
         for o in f.movers:
-            if o.moved is not None:
+            if o.moved is not None or (type(o) is Tensor and o.storage.moves is not None and
+                                       o.dead_view() is not None):
                 self._raise_moved(self.bound, ctx)
         if ownership.others_in_flight(ctx.flight):
             self._check_in_flight(self.bound, f.entry, ctx)
@@ -565,7 +569,8 @@ class LaunchOp(DeviceOp):
                 movers.append(v)
                 movers.append(t)
             elif cls is Tensor:
-                if v.moved is not None:
+                if v.moved is not None or (v.storage.moves is not None and
+                                           v.dead_view() is not None):
                     self._raise_moved(values, ctx)
                 parts.append(v.key)
                 movers.append(v)
@@ -662,6 +667,10 @@ class LaunchOp(DeviceOp):
                 obj = v if v.moved is not None else v.tensor
                 ownership.raise_use_after_move(
                     obj, f"pass it to `{self.label}` as `{name}`", where=self.where, how="launch")
+            if type(v) is Tensor and v.storage.moves is not None and v.dead_view() is not None:
+                from cutile_lab.runtime.partition import raise_dead_view
+                raise_dead_view(v, f"pass it to `{self.label}` as `{name}`", self.where,
+                                "launch")
 
     def _prepare(self, values, ctx, key) -> "_Entry":
         """The slow path, once per argument layout: the launch-level rules, const generics,

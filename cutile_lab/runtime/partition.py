@@ -153,6 +153,13 @@ def partition(tensor, tile_shape) -> Partition:
     tensor._check("partition it", host=False)
     tile = _tile_shape(tensor, tile_shape)
     where = user_call_site()
+    # views of this memory taken before the move end with it (E0505); the partition's own
+    # view, made just after, lives on
+    storage = tensor.storage
+    if storage.moves is None:
+        storage.moves = []
+    storage.moves.append((tensor.id, tensor.range[0], tensor.range[1], where,
+                          tensor.name or _user_name(tensor)))
     inner = tensor._view(tensor.shape, tensor.strides, tensor.offset)
     inner.name = tensor.name
     p = Partition(inner, tile, "move", origin=where)
@@ -160,6 +167,35 @@ def partition(tensor, tile_shape) -> Partition:
                               "moved into a partition here")
     ownership.moved(tensor, where)
     return p
+
+
+def _user_name(tensor) -> str | None:
+    from cutile_lab.runtime.callsite import user_name_of
+    try:
+        return user_name_of(tensor)
+    except Exception:
+        return None
+
+
+def raise_dead_view(view, what: str, where=None, how: str = "read") -> None:
+    """Refuse a use of a view that a later move into a partition ended (rustc's E0505)."""
+    from cutile_lab.errors import Diagnostic, Label
+    from cutile_lab.runtime.callsite import as_span, user_name_of
+    _, _, _, moved_at, base = view.dead_view()
+    where = as_span(where) or user_call_site()
+    name = view.name or user_name_of(view)
+    this = f"`{name}`" if name else "this view"
+    of = f"`{base}`" if base else "the tensor it views"
+    labels = (Label(moved_at, f"{of} is moved into a partition here"),) if moved_at else ()
+    raise ownership.OwnershipError([Diagnostic(
+        "TL102", "error",
+        f"cannot {what}: {this} is a view taken before {of} was moved into a partition at "
+        f"{describe(moved_at)}, so it ended with the move", where, labels,
+        help=f"take the view after the work is done, from the tensor the launch hands back, or "
+             f"borrow with `{base or 't'}.partition_mut(...)` instead of moving it",
+        notes=["a partition owns its memory: a view taken before the move would read or write "
+               "it behind the partition's back (like rustc's E0505, a move out of a value "
+               "that is still borrowed)"])])
 
 
 def partition_mut(tensor, tile_shape) -> Partition:
