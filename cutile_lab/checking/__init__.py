@@ -1,10 +1,27 @@
 """Ownership checking: the lab is the borrow checker.
 
-Owns the kernel-level rules (run over the syntax tree when a kernel is defined: ``kernel_rules``
-for tile-language kernels, ``cutile_rules`` for plain cuTile Python kernels), the launch-level
-rules (run on the host over argument descriptions before a launch: ``launch_rules``), the
-registry of codes (``codes``) and the rendering of diagnostics as text, HTML and JSON
-(``render``). It must not compile, launch or touch a device.
+A kernel is checked in passes, one per module, each saying in its docstring what it proves:
+
+- ``typecheck``: the typing pass. Every expression gets a type (shared tensor, the own ``Mut``
+  tile, tile of a symbolic shape, tuple, bound method, module, helper, raw memory...), and types
+  flow through assignments, tuples, bound methods, branches, loops, returns and helper bodies, so
+  the other passes reason about values, not names (``tiletypes`` holds the type algebra);
+- ``ownership``: who may write what, by value (stores counted per value and per path, shared
+  inputs read-only under any name, moves);
+- ``shapes``: what is stored is provably the own tile's shape and converts without loss; the grid
+  axes exist;
+- ``unsafe``: raw memory stays in ``with unsafe():``, and every unsafe block is reported as
+  unchecked;
+- ``kernel_rules``: the signature, the decorator and the Python subset, and the registry of the
+  passes for tile-language kernels;
+- ``cutile_index``: race freedom of plain cuTile Python kernels, from the values of their store
+  indices;
+- ``launch_rules``: the launch level, on the host before every launch (aliasing of arguments,
+  moves, in-flight borrows, arguments against the signature).
+
+Plus the registry of codes (``codes``), the catalog's machinery (``catalog``) and the rendering of
+diagnostics as text, HTML and JSON (``render``). This package must not compile, launch or touch a
+device.
 
 Why the launch rules matter for speed as well as safety: the compile driver declares every array
 parameter of a tile kernel non-aliasing (``alias_groups=()``), which lets the compiler keep
@@ -12,7 +29,7 @@ loaded tiles in registers and reorder loads and stores freely. That promise is o
 because ``check_launch`` refuses, before every launch, any pair of arguments whose memory
 overlaps where one of them is written (a ``Mut`` output against a shared input, or two outputs),
 views and slices included, and because the ``BorrowState`` refuses host access to, or another
-launch of, memory that in-flight work is writing. Kernel-level rules make sure a tile kernel
+launch of, memory that in-flight work is writing. Kernel-level passes make sure a tile kernel
 writes only its own tile of each output; the launch rules make sure those tiles are disjoint
 from everything else the launch touches.
 """

@@ -361,6 +361,10 @@ def unsupported_constructs(ctx: KernelContext) -> Iterator[Diagnostic]:
                     yield ctx.diag("TL031", "tiles cannot be assigned element by element", n,
                                    help="build the tile in one expression, e.g. with "
                                         "`where(mask, new, t)`")
+        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            yield ctx.diag("TL031", f"attributes cannot be assigned in a kernel: "
+                                    f"`{short(n)} = ...`", n,
+                           help="give the value a name of its own: `name = ...`")
         elif isinstance(n, ast.Starred):
             parent = ctx.parents.get(id(n))
             if isinstance(n.ctx, ast.Store) or isinstance(parent, (ast.Tuple, ast.List)) and \

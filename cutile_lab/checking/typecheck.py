@@ -632,6 +632,10 @@ class Typing:
         if fval is None and isinstance(e.func, ast.Attribute) and \
                 self.types.get((self.path, id(e.func.value))) is None:
             info.kind, info.name = "method", e.func.attr     # a method of an unknown value
+        if isinstance(fval, ModuleV) and isinstance(e.func, ast.Name):
+            # a function imported from another module, without its source at hand
+            info.kind, info.name = "helper", e.func.id
+            info.problem = f"it comes from `{fval.name}`, whose source the checker does not read"
         return None
 
     def _inline(self, info: CallInfo, h: HelperV, e: ast.Call, args: list, kw: dict) -> Val:
