@@ -2,7 +2,7 @@
 with the move. Reading it, writing it, slicing it or passing it to a launch afterwards is an
 error (TL102) at the user's line, naming the view and the move; views taken from the tensor the
 launch hands back, views of memory the move does not touch, and borrows (``partition_mut``) are
-not affected."""
+not affected. Each test runs on the simulator and, marked ``gpu``, on the GPU."""
 import numpy as np
 import pytest
 
@@ -10,7 +10,12 @@ import cutile_lab as cl
 from cutile_lab.runtime import OwnershipError
 from tests.runtime import kernels as K
 
-pytestmark = pytest.mark.usefixtures("sim")
+
+
+@pytest.fixture(autouse=True, params=["sim", pytest.param("gpu", marks=pytest.mark.gpu)])
+def backend(request):
+    """Each test on the simulator, and (gpu-marked) on the GPU: the rule is the host's."""
+    return request.getfixturevalue(request.param)
 
 
 def _refused(use):
