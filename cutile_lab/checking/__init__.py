@@ -17,7 +17,8 @@ A kernel is checked in passes, one per module, each saying in its docstring what
 - ``cutile_index``: race freedom of plain cuTile Python kernels, from the values of their store
   indices;
 - ``launch_rules``: the launch level, on the host before every launch (aliasing of arguments,
-  moves, in-flight borrows, arguments against the signature).
+  moves, in-flight borrows, arguments against the signature); for a CUDA C++ kernel, against the
+  ownership its signature declares: ``cuda_launch``.
 
 Plus the registry of codes (``codes``), the catalog's machinery (``catalog``) and the rendering of
 diagnostics as text, HTML and JSON (``render``). This package must not compile, launch or touch a

@@ -12,10 +12,11 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import weakref
 
 from cutile_lab.errors import LaunchError
 from cutile_lab.runtime import ownership
-from cutile_lab.runtime.callsite import describe, user_call_site, user_site
+from cutile_lab.runtime.callsite import describe, user_site
 from cutile_lab.runtime.ownership import MoveRecord
 
 _ids = itertools.count(1)
@@ -105,7 +106,7 @@ class Partition:
         if self.mode == "borrow":
             self.release()
             return self._source
-        self.moved = MoveRecord(user_call_site(), "was given back as a tensor by `unpartition()`",
+        self.moved = MoveRecord(user_site(2), "was given back as a tensor by `unpartition()`",
                                 self.id, "unpartitioned here")
         t = self.tensor
         return t
@@ -116,7 +117,7 @@ class Partition:
         if self.mode != "borrow" or self.moved is not None:
             return
         wait_for(self.tensor)
-        self.moved = MoveRecord(user_call_site(), "ended its borrow", self.id, "borrow ended here")
+        self.moved = MoveRecord(user_site(2), "ended its borrow", self.id, "borrow ended here")
         src = self._source
         if src is not None and src.moved is not None and src.moved.partition_id == self.id:
             src.moved = None
@@ -145,45 +146,37 @@ def wait_for(tensor) -> None:
     """Wait for every in-flight flight that touches ``tensor``'s memory."""
     from cutile_lab.runtime.ops import wait_flight
     for f in ownership.live_flights():
-        if any(e[3] is tensor for e in f.entries) or any(k is tensor for k in f.keep):
+        if any(e.tensor is tensor for e in f.entries) or any(k is tensor for k in f.keep):
             wait_flight(f)
 
 
 def partition(tensor, tile_shape) -> Partition:
     tensor._check("partition it", host=False)
     tile = _tile_shape(tensor, tile_shape)
-    where = user_call_site()
+    where = user_site(2)
     # views of this memory taken before the move end with it (E0505); the partition's own
     # view, made just after, lives on
     storage = tensor.storage
     if storage.moves is None:
         storage.moves = []
     storage.moves.append((tensor.id, tensor.range[0], tensor.range[1], where,
-                          tensor.name or _user_name(tensor)))
-    inner = tensor._view(tensor.shape, tensor.strides, tensor.offset)
-    inner.name = tensor.name
-    p = Partition(inner, tile, "move", origin=where)
+                          weakref.ref(tensor)))
+    p = Partition(tensor._alias(), tile, "move", origin=where)
     tensor.moved = MoveRecord(where, f"was moved into a partition of {tile} tiles", p.id,
                               "moved into a partition here")
-    ownership.moved(tensor, where)
     return p
-
-
-def _user_name(tensor) -> str | None:
-    from cutile_lab.runtime.callsite import user_name_of
-    try:
-        return user_name_of(tensor)
-    except Exception:
-        return None
 
 
 def raise_dead_view(view, what: str, where=None, how: str = "read") -> None:
     """Refuse a use of a view that a later move into a partition ended (rustc's E0505)."""
     from cutile_lab.errors import Diagnostic, Label
-    from cutile_lab.runtime.callsite import as_span, user_name_of
-    _, _, _, moved_at, base = view.dead_view()
+    from cutile_lab.runtime.callsite import as_span, user_call_site, user_name_of
+    _, _, _, moved_at, ref = view.dead_view()
+    moved_at = as_span(moved_at)
     where = as_span(where) or user_call_site()
     name = view.name or user_name_of(view)
+    moved = ref()
+    base = (moved.name or user_name_of(moved)) if moved is not None else None
     this = f"`{name}`" if name else "this view"
     of = f"`{base}`" if base else "the tensor it views"
     labels = (Label(moved_at, f"{of} is moved into a partition here"),) if moved_at else ()
@@ -201,10 +194,7 @@ def raise_dead_view(view, what: str, where=None, how: str = "read") -> None:
 def partition_mut(tensor, tile_shape) -> Partition:
     tensor._check("borrow it mutably (partition_mut)", host=False)
     tile = _tile_shape(tensor, tile_shape)
-    where = user_site(2)
-    inner = tensor._view(tensor.shape, tensor.strides, tensor.offset)
-    inner.name = tensor.name
-    return Partition(inner, tile, "borrow", source=tensor, origin=where)
+    return Partition(tensor._alias(), tile, "borrow", source=tensor, origin=user_site(2))
 
 
 __all__ = ["Partition", "partition", "partition_mut", "wait_for"]
