@@ -5,10 +5,11 @@ typing pass gives the indices of ``ct.store`` (in the kernel and in the helpers 
 
 * a store whose index holds the block's own id on every grid axis the kernel uses is race-free:
   ``ct.bid(i)`` written in place, a name or a tuple that holds it (``row = ct.bid(0)``,
-  ``idx = (ct.bid(0),)``), or the variable of a persistent loop
-  ``for i in range(ct.bid(0), n, ct.num_blocks(0))``; the other entries may be anything (a
-  constant on an axis whose tile spans the whole extent, as in a row softmax, a loop counter):
-  two blocks differ in an own-id entry, so their tiles differ. Every store into the same array
+  ``idx = (ct.bid(0),)``), the variable of a persistent loop
+  ``for i in range(ct.bid(0), n, ct.num_blocks(0))``, or the pair ``(bid // n, bid % n)`` of
+  one id split by one ``n`` (TileGym's 2-D tile from a 1-D grid); the other entries may be
+  anything (a constant on an axis whose tile spans the whole extent, as in a row softmax, a
+  loop counter): two blocks differ in an own-id entry, so their tiles differ. Every store into the same array
   must put the own ids at the same places, with tiles of one proven shape, or the tiles of
   different stores could meet;
 * anything else that writes is flagged (TL060): a store not indexed that way, ``ct.scatter``,
@@ -50,19 +51,33 @@ def _name(v, info: CallInfo) -> str | None:
 
 
 def own_axes(index) -> tuple | None:
-    """Per entry of a store's index, the grid axis whose block id it is (or None); None if the
-    index is not a tuple or scalar the checker can read."""
+    """Per entry of a store's index, the grid axis whose block id it holds: ``a`` for
+    ``ct.bid(a)`` itself, ``("div", a)`` / ``("mod", a)`` for ``bid // n`` / ``bid % n`` (which
+    count only as a pair with the same ``n``), ``None`` for anything else; None if the index
+    is not a tuple or scalar the checker can read."""
     items = index.items if isinstance(index, TupleV) else (index,)
     out = []
     for v in items:
-        if isinstance(v, TileV) and isinstance(v.origin, tuple) and v.origin[0] == "bid" and \
-                v.origin[1] is not None:
-            out.append(v.origin[1])
+        o = v.origin if isinstance(v, TileV) else None
+        if isinstance(o, tuple) and o[0] == "bid" and o[1] is not None:
+            out.append(o[1])
+        elif isinstance(o, tuple) and o[0] in ("div", "mod") and o[1][1] is not None:
+            out.append((o[0], o[1][1], o[2]))
         elif isinstance(v, TileV):
             out.append(None)
         else:
             return None
     return tuple(out)
+
+
+def _covered(axes: tuple) -> set:
+    """The grid axes an index's own-id entries tell apart."""
+    got = {a for a in axes if isinstance(a, int)}
+    pairs = {a for a in axes if isinstance(a, tuple)}
+    for kind, axis, token in pairs:
+        if kind == "div" and ("mod", axis, token) in pairs:
+            got.add(axis)
+    return got
 
 
 def _grid_axes_used(ctx: KernelContext) -> set[int]:
@@ -131,10 +146,9 @@ def possible_races(ctx: KernelContext) -> Iterator[Diagnostic]:
         index = info.arg(1, "index")
         axes = own_axes(index)
         shape = _tile_shape(info)
-        proven = axes is not None and -1 not in used and used <= {a for a in axes
-                                                                 if a is not None}
+        proven = axes is not None and -1 not in used and used <= _covered(axes)
         if proven and name is not None:
-            key = (tuple(a for a in axes), shape)
+            key = (tuple(a if a is None or isinstance(a, int) else a[:2] for a in axes), shape)
             if name in pattern and (pattern[name] != key or shape is None):
                 proven = False
             pattern.setdefault(name, key)

@@ -197,6 +197,7 @@ class Typing:
         # names used only for the tile's shape and position (`load_tile_like(x, z)`, `z.shape`):
         # not a use of its memory, so allowed after the tile moved to another name
         self.metadata_uses: set[int] = set()
+        self.loop_depth = 0
         env: dict = {}
         for g in kdef.const_generics:
             env[g] = symbol(g)
@@ -371,21 +372,14 @@ class Typing:
                 self._eval(s.test, env)
             else:
                 it = self._eval(s.iter, env)
-                self._bind(s.target, (it.item or TileV((), i32)) if isinstance(it, RangeV) else None,
-                           env)
+                self._bind(s.target, (it.item or TileV((), i32)) if isinstance(it, RangeV)
+                           else None, env)
             cur = dict(env)
-            for i in range(self.MAX_LOOP_PASSES + 1):
-                if not isinstance(s, ast.While) and isinstance(s.target, ast.Name):
-                    cur[s.target.id] = env.get(s.target.id)
-                out = self._block(s.body, dict(cur))
-                joined = _join_env(cur, out)
-                if joined == cur:
-                    break
-                if i == self.MAX_LOOP_PASSES - 1:   # no fixpoint: forget what keeps changing
-                    joined = {k: (v if v == cur.get(k) or
-                                  (isinstance(k, str) and k.startswith(_MOVED)) else None)
-                              for k, v in joined.items()}
-                cur = joined
+            self.loop_depth += 1
+            try:
+                cur = self._loop(s, env, cur)
+            finally:
+                self.loop_depth -= 1
             env = self._block(s.orelse, cur)
         elif isinstance(s, (ast.With, ast.AsyncWith)):
             unsafe = isinstance(s, ast.With) and _is_unsafe_with(s)
@@ -417,6 +411,22 @@ class Typing:
                 if isinstance(child, ast.expr):
                     self._eval(child, env)
         return env
+
+    def _loop(self, s, env: dict, cur: dict) -> dict:
+        """A loop's body, run until the types it carries stop changing (a fixed point)."""
+        for i in range(self.MAX_LOOP_PASSES + 1):
+            if not isinstance(s, ast.While) and isinstance(s.target, ast.Name):
+                cur[s.target.id] = env.get(s.target.id)
+            out = self._block(s.body, dict(cur))
+            joined = _join_env(cur, out)
+            if joined == cur:
+                break
+            if i == self.MAX_LOOP_PASSES - 1:   # no fixpoint: forget what keeps changing
+                joined = {k: (v if v == cur.get(k) or
+                              (isinstance(k, str) and k.startswith(_MOVED)) else None)
+                          for k, v in joined.items()}
+            cur = joined
+        return cur
 
     def _moves(self, value: ast.AST, targets, stmt: ast.AST, env: dict) -> None:
         """``w = z`` (or ``pair = (z, x)``): the own tile ``z`` now lives in the target."""
@@ -585,7 +595,12 @@ class Typing:
                     return TileV((), i32, True, d)
         dtype = promote_vals(a, b, force_float=op is ast.Div)
         origin = None
-        return TileV(broadcast(a.shape, b.shape), dtype, a.loose and b.loose, origin)
+        # `b // n` and `b % n` of the block's own id `b`: together, an injective pair (the
+        # row-major split of a 1-D grid into two coordinates)
+        if op in (ast.FloorDiv, ast.Mod) and isinstance(a.origin, tuple) and \
+                a.origin[0] == "bid" and value_token(b) is not None:
+            origin = ("div" if op is ast.FloorDiv else "mod", a.origin, value_token(b))
+        return TileV(broadcast(a.shape, b.shape), dtype, a.loose and b.loose, origin=origin)
 
     def _matmul(self, a: Val, b: Val) -> Val:
         if not (isinstance(a, TileV) and isinstance(b, TileV)):
@@ -615,7 +630,12 @@ class Typing:
         self.calls[(self.path, id(e))] = info
         if isinstance(fval, FuncV):
             info.kind, info.name, info.space = "lang", fval.name, fval.space
-            return self._function(fval.name, list(args), kw)
+            out = self._function(fval.name, list(args), kw)
+            if isinstance(out, TileV) and out.shape == () and not out.loose and \
+                    out.origin is None and not self.loop_depth:
+                # a scalar computed once (not in a loop, where one call gives many values)
+                out = TileV((), out.dtype, origin=("v", self.path, id(e)))
+            return out
         if isinstance(fval, BoundV):
             info.kind, info.name, info.recv = "method", fval.name, fval.recv
             if isinstance(fval.recv, TensorV) and fval.name == "get_raw_memory":
@@ -852,6 +872,18 @@ def _dim_value(d) -> Val:
     if isinstance(d, int):
         return loose_const(d)
     return TileV((), i32, True, d)
+
+
+def value_token(v) -> Any:
+    """What identifies a scalar's value, where two of them are provably equal: a constant (its
+    value or symbol), or a scalar computed once (the call that made it)."""
+    if not isinstance(v, TileV) or v.shape != ():
+        return None
+    if v.loose and v.const is not None and not isinstance(v.const, bool):
+        return ("k", v.const)
+    if isinstance(v.origin, tuple) and v.origin[0] in ("v", "num"):
+        return v.origin
+    return None
 
 
 def _range(args: list) -> RangeV:
