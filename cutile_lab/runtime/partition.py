@@ -167,6 +167,24 @@ def partition(tensor, tile_shape) -> Partition:
     return p
 
 
+def _name_in_any_frame(obj) -> str | None:
+    """The name some frame on the stack binds to ``obj`` (the moved tensor is often not in the
+    frame that uses the view, e.g. a lambda's); error path only."""
+    import sys
+    from cutile_lab.runtime.callsite import _INTERNAL_PREFIXES
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_filename.startswith(_INTERNAL_PREFIXES):
+            f = f.f_back
+            continue
+        for scope in (f.f_locals, f.f_globals):
+            for k, v in list(scope.items()):
+                if v is obj and not k.startswith("_"):
+                    return k
+        f = f.f_back
+    return None
+
+
 def raise_dead_view(view, what: str, where=None, how: str = "read") -> None:
     """Refuse a use of a view that a later move into a partition ended (rustc's E0505)."""
     from cutile_lab.errors import Diagnostic, Label
@@ -176,7 +194,7 @@ def raise_dead_view(view, what: str, where=None, how: str = "read") -> None:
     where = as_span(where) or user_call_site()
     name = view.name or user_name_of(view)
     moved = ref()
-    base = (moved.name or user_name_of(moved)) if moved is not None else None
+    base = (moved.name or _name_in_any_frame(moved)) if moved is not None else None
     this = f"`{name}`" if name else "this view"
     of = f"`{base}`" if base else "the tensor it views"
     labels = (Label(moved_at, f"{of} is moved into a partition here"),) if moved_at else ()
