@@ -50,7 +50,7 @@ def _gpu_line() -> str:
 
 
 def cmd_check(args) -> int:
-    from cutile_lab.checking import check_source
+    from cutile_lab.checking import check_source, unchecked_spans
     from cutile_lab.checking.render import render_text, to_json
     try:
         with open(args.file, encoding="utf-8") as f:
@@ -67,7 +67,12 @@ def cmd_check(args) -> int:
     errors = sum(d.is_error for d in diags)
     warnings = sum(d.severity == "warning" for d in diags)
     if not args.json:
-        print(f"{args.file}: {errors} error(s), {warnings} warning(s)", file=sys.stderr)
+        unchecked = unchecked_spans(diags)
+        extra = ""
+        if unchecked:       # code the checker did not check is never "0 problems"
+            where = ", ".join(f"line {s.line}" for s in unchecked)
+            extra = f", {len(unchecked)} unchecked block(s) ({where})"
+        print(f"{args.file}: {errors} error(s), {warnings} warning(s){extra}", file=sys.stderr)
     return 1 if errors else 0
 
 

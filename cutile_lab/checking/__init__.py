@@ -1,11 +1,28 @@
 """Ownership checking: the lab is the borrow checker.
 
-Owns the kernel-level rules (run over the syntax tree when a kernel is defined: ``kernel_rules``
-for tile-language kernels, ``cutile_rules`` for plain cuTile Python kernels), the launch-level
-rules (run on the host over argument descriptions before a launch: ``launch_rules``; for a CUDA
-C++ kernel, against the ownership its signature declares: ``cuda_launch``), the
-registry of codes (``codes``) and the rendering of diagnostics as text, HTML and JSON
-(``render``). It must not compile, launch or touch a device.
+A kernel is checked in passes, one per module, each saying in its docstring what it proves:
+
+- ``typecheck``: the typing pass. Every expression gets a type (shared tensor, the own ``Mut``
+  tile, tile of a symbolic shape, tuple, bound method, module, helper, raw memory...), and types
+  flow through assignments, tuples, bound methods, branches, loops, returns and helper bodies, so
+  the other passes reason about values, not names (``tiletypes`` holds the type algebra);
+- ``ownership``: who may write what, by value (stores counted per value and per path, shared
+  inputs read-only under any name, moves);
+- ``shapes``: what is stored is provably the own tile's shape and converts without loss; the grid
+  axes exist;
+- ``unsafe``: raw memory stays in ``with unsafe():``, and every unsafe block is reported as
+  unchecked;
+- ``kernel_rules``: the signature, the decorator and the Python subset, and the registry of the
+  passes for tile-language kernels;
+- ``cutile_index``: race freedom of plain cuTile Python kernels, from the values of their store
+  indices;
+- ``launch_rules``: the launch level, on the host before every launch (aliasing of arguments,
+  moves, in-flight borrows, arguments against the signature); for a CUDA C++ kernel, against the
+  ownership its signature declares: ``cuda_launch``.
+
+Plus the registry of codes (``codes``), the catalog's machinery (``catalog``) and the rendering of
+diagnostics as text, HTML and JSON (``render``). This package must not compile, launch or touch a
+device.
 
 Why the launch rules matter for speed as well as safety: the compile driver declares every array
 parameter of a tile kernel non-aliasing (``alias_groups=()``), which lets the compiler keep
@@ -13,7 +30,7 @@ loaded tiles in registers and reorder loads and stores freely. That promise is o
 because ``check_launch`` refuses, before every launch, any pair of arguments whose memory
 overlaps where one of them is written (a ``Mut`` output against a shared input, or two outputs),
 views and slices included, and because the ``BorrowState`` refuses host access to, or another
-launch of, memory that in-flight work is writing. Kernel-level rules make sure a tile kernel
+launch of, memory that in-flight work is writing. Kernel-level passes make sure a tile kernel
 writes only its own tile of each output; the launch rules make sure those tiles are disjoint
 from everything else the launch touches.
 """
@@ -25,7 +42,16 @@ from cutile_lab.errors import Diagnostic, LanguageError, Span
 from cutile_lab.language.frontend import KernelDef, KernelSource, parse_kernels
 
 __all__ = ["check_kernel", "check_kernels", "check_source", "check_launch", "ArgDesc",
-           "BorrowState", "render_text", "render_html", "to_json", "CODES", "sort_diagnostics"]
+           "BorrowState", "render_text", "render_html", "to_json", "CODES", "sort_diagnostics",
+           "unchecked_spans", "UNCHECKED"]
+
+UNCHECKED = "TL050"     # the note that marks code the checker did not check
+
+
+def unchecked_spans(diags) -> list[Span]:
+    """The spans of the unchecked code among ``diags`` (``with unsafe():`` blocks, helper calls
+    that run one), in source order: what a report shows as "N unchecked blocks"."""
+    return [d.span for d in sort_diagnostics(diags) if d.code == UNCHECKED and d.span]
 
 
 def sort_diagnostics(diags) -> list[Diagnostic]:
@@ -44,7 +70,7 @@ def check_kernel(kdef: KernelDef, globals_: Mapping | None = None) -> list[Diagn
     unknown-name rule; without it, names defined at the top of the kernel's file or cell are.
     """
     from cutile_lab.checking.context import KernelContext
-    from cutile_lab.checking.cutile_rules import CUTILE_RULES
+    from cutile_lab.checking.cutile_index import CUTILE_RULES
     from cutile_lab.checking.kernel_rules import TILE_RULES
 
     diags = list(kdef.diagnostics)
@@ -54,11 +80,24 @@ def check_kernel(kdef: KernelDef, globals_: Mapping | None = None) -> list[Diagn
         try:
             diags.extend(rule(ctx))
         except Exception as e:   # a checker bug must not stop the user's work
-            diags.append(Diagnostic(
-                "TL099", "note", f"the checker rule `{rule.__name__}` failed on this kernel "
-                f"({type(e).__name__}: {e}); its checks were skipped", kdef.span,
-                help="this is a bug in cutile_lab, not in your kernel; please report it"))
-    return sort_diagnostics(_dedupe(diags))
+            diags.append(Diagnostic(   # an error: what was not checked is never "no problems"
+                "TL099", "error", f"the checker rule `{rule.__name__}` failed on this kernel "
+                f"({type(e).__name__}: {e}), so the kernel could not be checked", kdef.span,
+                help="this is a bug in cutile_lab, not in your kernel; please report it with "
+                     "the kernel's source"))
+    return sort_diagnostics(_dedupe(_consequences_dropped(diags)))
+
+
+# Errors that an earlier error can cause (a tile whose shape is unknown because a name in it is
+# unknown, or a construct is unsupported): shown only when nothing else is wrong, so that the
+# user fixes the cause first. The kernel is rejected either way.
+CONSEQUENTIAL = frozenset({"TL035"})
+
+
+def _consequences_dropped(diags: list[Diagnostic]) -> list[Diagnostic]:
+    if any(d.is_error and d.code not in CONSEQUENTIAL for d in diags):
+        return [d for d in diags if d.code not in CONSEQUENTIAL]
+    return diags
 
 
 def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:

@@ -38,8 +38,8 @@ _TABLE: list[tuple[str, Severity, str]] = [
     ("TL014", "warning", "a `Mut` output is stored more than once"),
     ("TL015", "warning", "a `Mut` output is not stored on every path"),
     ("TL016", "error", "the stored tile's shape differs from the output's tile shape"),
-    ("TL017", "error", "the stored tile's dtype cannot be converted to the output's dtype"),
-    ("TL018", "warning", "the stored tile is implicitly converted to the output's dtype"),
+    ("TL017", "error", "the stored tile's dtype converts to the output's dtype with loss"),
+    ("TL018", "warning", "the stored tile is converted to the output's dtype implicitly (no loss)"),
     ("TL019", "warning", "unsafe code writes into a shared (read-only) input"),
     ("TL020", "error", "`load_tile_like(x, z)`: `z` is not one of the kernel's `Mut` outputs"),
     ("TL021", "error", "a load reads from something that is not a tensor parameter"),
@@ -50,22 +50,30 @@ _TABLE: list[tuple[str, Severity, str]] = [
     ("TL026", "error", "a parameter is reassigned"),
     ("TL027", "error", "`max(a, b)` / `min(a, b)` of two values: these names reduce one tile"),
     ("TL028", "error", "a load's `padding=` is not one of the padding modes"),
+    ("TL029", "error", "use of a `Mut` output after it was moved into another name"),
     # the Python subset
     ("TL030", "error", "unknown name, or a name that cannot be used in a kernel"),
     ("TL031", "error", "Python construct not supported in a kernel"),
     ("TL032", "error", "a kernel calls itself"),
     ("TL033", "warning", "`print` or f-string of a GPU value (slow; for debugging only)"),
     ("TL034", "error", "`cl.` prefix inside a kernel body"),
+    ("TL035", "error", "the stored tile's shape cannot be proven to be the output's tile shape"),
+    ("TL036", "error", "a store through a value the checker cannot tie to one tensor"),
+    ("TL037", "error", "a call the checker cannot follow (no source, recursive, `*args`)"),
     # the grid
     ("TL040", "error", "a `Mut` output's tile has more than 3 dimensions"),
     ("TL041", "error", "`Mut` outputs with tiles of different ranks"),
     ("TL042", "warning", "a kernel with no `Mut` output"),
+    ("TL043", "error", "`tile_id(axis)`: the axis is not a constant below the grid's rank"),
+    # code the checker does not check
+    ("TL050", "note", "unchecked: a `with unsafe():` block (or a helper running one)"),
     # plain cuTile Python kernels
     ("TL060", "warning", "possible data race: a store that is not indexed by the block's own id"),
     ("TL061", "note", "atomic updates: race-free, in no fixed order"),
     ("TL062", "note", "an array is both read and written"),
+    ("TL063", "warning", "a call the race analysis cannot follow: its writes are unchecked"),
     # internal
-    ("TL099", "note", "a checker rule failed internally (a bug in cutile_lab)"),
+    ("TL099", "error", "a checker rule failed internally (a bug in cutile_lab)"),
     # launch level: aliasing
     ("TL100", "error", "the same memory is passed as a mutable output and a shared input"),
     ("TL101", "error", "the same memory is passed as two mutable outputs"),

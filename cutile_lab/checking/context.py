@@ -1,6 +1,7 @@
-"""What every kernel-level rule needs to know about one kernel, computed once: its parameters by
+"""What every kernel-level pass needs to know about one kernel, computed once: its parameters by
 role, the names its body assigns, which nodes sit inside ``with unsafe():``, the module-level
-names it may read, and (lazily) the tile types of its expressions.
+names it may read, and (lazily) the typing pass (``typecheck``) whose values the other passes
+read; plus the small helpers the passes share to word and place their diagnostics.
 """
 from __future__ import annotations
 
@@ -35,9 +36,11 @@ transpose truediv tune uint16 uint32 uint64 uint8 unpack_from_bytes where zeros
 """.split())
 
 # Raw memory operations: they read or write at indices the checker cannot verify.
-RAW_WRITES = frozenset({"store", "scatter", "store_advanced_indexing"} |
-                       {n for n in surface.RAW_MEMORY if n.startswith("atomic_")})
-RAW_READS = frozenset({"load", "gather", "load_advanced_indexing"})
+RAW_WRITES = frozenset({"store", "scatter", "store_advanced_indexing", "store_offset"} |
+                       {n for n in surface.RAW_MEMORY if n.startswith("atomic_")} |
+                       {f"atomic_{op}_offset" for op in ("add", "and", "cas", "max", "min",
+                                                          "or", "xchg", "xor")})
+RAW_READS = frozenset({"load", "gather", "load_advanced_indexing", "load_offset"})
 RAW_INDEX = frozenset({"bid", "num_blocks"})
 TILE_METHODS = frozenset({"astype", "reshape", "permute", "transpose", "item", "extract",
                           "insert", "bitcast", "expand_dims", "broadcast_to"})
@@ -233,11 +236,10 @@ class KernelContext:
 
     @property
     def types(self):
+        """The typing pass over this kernel (``typecheck.Typing``), run once, on first use."""
         if self._types is None:
-            from cutile_lab.checking.tiletypes import TileTypes
-            consts = {k: v for k, v in (self.globals or {}).items()
-                      if isinstance(v, (int, float, bool))}
-            self._types = TileTypes(self.kdef, self.locals, consts)
+            from cutile_lab.checking.typecheck import Typing
+            self._types = Typing(self)
         return self._types
 
     def in_unsafe(self, node: ast.AST) -> bool:
@@ -259,34 +261,69 @@ class KernelContext:
                 yield n
 
     def callee(self, call: ast.Call) -> tuple[str, str, ast.AST | None]:
-        """('fn', name, None) for a language function (bare, not shadowed), ('ct', name, None)
-        for ``ct.name(...)``, ('method', name, obj) for ``obj.name(...)``, ('other', '', None)."""
-        f = call.func
-        if isinstance(f, ast.Name):
-            if self.language_name(f.id):
-                return "fn", f.id, None
-            return "other", f.id, None
-        if isinstance(f, ast.Attribute):
-            if isinstance(f.value, ast.Name) and f.value.id == "ct" and self.language_name("ct"):
-                return "ct", f.attr, None
-            return "method", f.attr, f.value
-        return "other", "", None
+        """What a call of the kernel body calls, by the value its function expression has:
+        ('fn', name, None) for a language function, ('ct', name, None) for a cuTile function
+        (``ct.name``, a renamed ``cuda.tile``, a name imported from it), ('method', name, obj)
+        for a method of a value (``z.store``, a bound method kept in a local), ('other', name,
+        None) for anything else (a helper, an unknown)."""
+        info = self.types.call(call)
+        if info is None:
+            return "other", "", None
+        if info.kind == "lang":
+            return ("fn" if info.space == "lang" else "ct"), info.name, None
+        if info.kind == "method":
+            obj = call.func.value if isinstance(call.func, ast.Attribute) else call.func
+            return "method", info.name, obj
+        return "other", info.name, None
 
     def raw_op(self, call: ast.Call) -> str | None:
         """The raw memory (or raw index) operation a call performs, if any."""
-        kind, name, _ = self.callee(call)
-        if kind == "fn" and name in surface.RAW_MEMORY:
-            return name
-        if kind == "ct" and (name in surface.RAW_MEMORY or name in RAW_WRITES | RAW_READS):
-            return name
+        info = self.types.call(call)
+        return info.raw_op if info is not None else None
+
+    def param_named(self, node: ast.AST | None, roles=("mut", "shared"),
+                    path: tuple = ()) -> Param | None:
+        """The tensor parameter ``node``'s value is (through any alias, or the receiver of a
+        bound method), if it has one of ``roles``."""
+        from cutile_lab.checking.tiletypes import TensorV
+        from cutile_lab.checking.typecheck import BoundV
+        if node is None:
+            return None
+        v = self.types.of(node, path)
+        if isinstance(v, BoundV):
+            v = v.recv
+        if isinstance(v, TensorV) and v.param.role in roles:
+            return v.param
         return None
 
-    def param_named(self, node: ast.AST | None, roles=("mut", "shared")) -> Param | None:
-        if isinstance(node, ast.Name) and node.id in self.params:
-            p = self.params[node.id]
-            if p.role in roles:
-                return p
-        return None
+    def unknown_from_elsewhere(self, arg: ast.AST, path: tuple = ()) -> bool:
+        """Whether another rule already reports what makes this value unknown (an unknown name, a
+        call the checker cannot follow, an unsupported construct)."""
+        for n in ast.walk(arg):
+            if not path and isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and \
+                    self.types.of(n, path) is None and n.id not in self.locals and \
+                    n.id not in self.params:
+                return True
+            if isinstance(n, ast.Call):
+                info = self.types.call(n, path)
+                if info is not None and info.kind == "helper" and info.problem is not None:
+                    return True
+            if isinstance(n, (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.NamedExpr,
+                              ast.Starred, ast.List, ast.Dict, ast.Set)):
+                return True
+        return False
+
+    def at(self, info) -> ast.AST:
+        """Where a diagnostic about a call goes: the call itself in the kernel, or the
+        kernel's call of the helper that makes it."""
+        return info.node if info.helper is None else info.anchor
+
+    def helper_label(self, info, what: str) -> list[Label]:
+        """For a call inside a helper: a label at that call, in the helper's own file."""
+        if info.helper is None:
+            return []
+        span = Span.of_node(info.node, info.helper.filename, info.helper.line_offset)
+        return [Label(span, f"{what} (in `{info.helper.name}`)")]
 
     # diagnostics
 
@@ -315,6 +352,71 @@ class KernelContext:
             else:
                 what = f"`{p.name}` is declared here"
         return Label(p.span, what)
+
+
+def first_output(ctx: KernelContext) -> Param | None:
+    return next(iter(ctx.outputs.values()), None)
+
+
+def a_(dtype) -> str:
+    """``an f32``, ``an i8``, ``a bf16``, ``a u8``."""
+    name = str(dtype)
+    return f"an {name}" if name[:1] in "fi" else f"a {name}"
+
+
+def n_(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def dtype_name(p: Param | None, default: str = "f32") -> str:
+    return p.dtype.name if p is not None and p.dtype is not None else default
+
+
+def fill_example(p: Param) -> str:
+    return f"full({tile_shape_text(p)}, 0, dtype={dtype_name(p)})"
+
+
+def own_store_calls(ctx: KernelContext):
+    """Every store into one of the kernel's own tiles, by value (through aliases, bound methods,
+    tuples and helpers): ``(CallInfo, Param)``."""
+    from cutile_lab.checking.tiletypes import TensorV
+    for info in ctx.types.all_calls():
+        if info.kind == "method" and info.name == "store" and isinstance(info.recv, TensorV) \
+                and info.recv.param.role == "mut":
+            yield info, info.recv.param
+
+
+def header(node: ast.AST):
+    """The header line of a compound statement, as a span-able node."""
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return Range(node.lineno, node.col_offset, node.iter.end_lineno,
+                      node.iter.end_col_offset)
+    if isinstance(node, (ast.While, ast.If)):
+        return Range(node.lineno, node.col_offset, node.test.end_lineno,
+                      node.test.end_col_offset)
+    return node
+
+
+class Range(ast.AST):
+    def __init__(self, lineno, col, end_lineno, end_col):
+        super().__init__()
+        self.lineno, self.col_offset = lineno, col
+        self.end_lineno, self.end_col_offset = end_lineno, end_col
+
+
+
+def head(node: ast.AST):
+    """A compact span for a compound statement: its first line only."""
+    if isinstance(node, (ast.While,)):
+        return header(node)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        kw = {"FunctionDef": 3, "AsyncFunctionDef": 9, "ClassDef": 5}[type(node).__name__]
+        return Range(node.lineno, node.col_offset, node.lineno,
+                      node.col_offset + kw + 1 + len(node.name))
+    if isinstance(node, (ast.Try, ast.AsyncFor, ast.AsyncWith)) or \
+            type(node).__name__ in ("TryStar", "Match"):
+        return Range(node.lineno, node.col_offset, node.lineno, node.col_offset + 3)
+    return node
 
 
 def is_unsafe_with(node: ast.With) -> bool:

@@ -109,8 +109,36 @@ def _expr(text: str) -> ast.expr:
     return ast.parse(text, mode="eval").body
 
 
+def _own_tile_uses(kdef: KernelDef, copied: ast.FunctionDef) -> dict[int, tuple]:
+    """The uses of the kernel's own tiles, found by value (the checker's typing pass), keyed by
+    the copied node: ``("call", out, method)`` for ``.store``/``.load`` calls, ``("value", out)`` for
+    expressions that are the tile (an alias ``out = z``, an element of a tuple), ``("bound",
+    out)`` for a bound ``z.store`` kept in a name; so that they lower like ``z`` itself."""
+    from cutile_lab.checking.context import KernelContext
+    from cutile_lab.checking.tiletypes import TensorV
+    from cutile_lab.checking.typecheck import BoundV
+    types = KernelContext(kdef).types
+    uses: dict[int, tuple[str, str]] = {}
+    for new, orig in zip(ast.walk(copied), ast.walk(kdef.node)):
+        info = types.call(orig) if isinstance(orig, ast.Call) else None
+        if info is not None:
+            if info.kind == "method" and info.name in ("store", "load") and \
+                    isinstance(info.recv, TensorV) and info.recv.param.role == "mut":
+                uses[id(new)] = ("call", info.recv.param.name, info.name)
+            continue
+        v = types.of(orig) if isinstance(orig, ast.expr) else None
+        if isinstance(v, TensorV) and v.param.role == "mut":
+            uses[id(new)] = ("value", v.param.name)
+        elif isinstance(v, BoundV) and isinstance(v.recv, TensorV) and \
+                v.recv.param.role == "mut" and isinstance(orig, ast.Attribute) and \
+                v.name in ("store", "load"):
+            uses[id(new)] = ("bound", v.recv.param.name)
+    return uses
+
+
 def _rewrite(kdef: KernelDef) -> tuple[ast.FunctionDef, list[str], list[str]]:
     node = copy.deepcopy(kdef.node)
+    own_uses = _own_tile_uses(kdef, node)
     node.decorator_list = []
     const_names = [p.name for p in kdef.params if p.role == "const"]
     implicit = [g for g in kdef.const_generics if g not in const_names]
@@ -131,8 +159,9 @@ def _rewrite(kdef: KernelDef) -> tuple[ast.FunctionDef, list[str], list[str]]:
     order = tile_order(kdef)
     persistent = is_persistent(kdef)
     remapped = order is not None or persistent
-    node.body = [_BodyRewriter(outputs, kdef, grouped=remapped,
-                               reverse=is_reversed(kdef)).visit(s) for s in node.body]
+    rewriter = _BodyRewriter(outputs, kdef, grouped=remapped, reverse=is_reversed(kdef))
+    rewriter.own_uses = own_uses
+    node.body = [rewriter.visit(s) for s in node.body]
     if remapped:
         node.body = _tile_prologue(kdef, order, persistent, node.body[0]) + node.body
     if persistent:
@@ -250,6 +279,7 @@ class _BodyRewriter(ast.NodeTransformer):
         self.reverse = reverse
         self.locals = _assigned_names(kdef.node) | {p.name for p in kdef.params}
         self.in_unsafe = 0
+        self.own_uses: dict[int, tuple] = {}
 
     def _own_index(self, out) -> str:
         if self.grouped:
@@ -294,28 +324,39 @@ class _BodyRewriter(ast.NodeTransformer):
                 return ast.copy_location(_ct(dt.cutile), node)
         return node
 
+    def visit_Attribute(self, node: ast.Attribute):
+        use = self.own_uses.get(id(node))
+        if use is not None and use[0] == "bound":      # `put = z.store`: its calls are lowered
+            return ast.copy_location(ast.Constant(None), node)
+        if node.attr == "shape" and self.own_uses.get(id(node.value), ("",))[0] == "value":
+            return self._replace(node, self._tile_shape(self.outputs[
+                self.own_uses[id(node.value)][1]]))
+        return self.generic_visit(node)
+
     def visit_Call(self, node: ast.Call):
+        use = self.own_uses.get(id(node))
+        method = use[2] if use is not None and use[0] == "call" else None
         node = self.generic_visit(node)
         f = node.func
         args, kws = node.args, node.keywords
-        # z.store(t) / z.load() on the kernel's own tile
-        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
-                and f.value.id in self.outputs:
-            out = self.outputs[f.value.id]
-            if f.attr == "store" and len(args) == 1 and not kws:
+        # z.store(t) / z.load() on the kernel's own tile, under any name
+        if use is not None and use[0] == "call":
+            out = self.outputs[use[1]]
+            z = ast.Name(out.name, ast.Load())
+            if method == "store" and len(args) == 1 and not kws:
                 return self._replace(node, f"{CT}.store(Z, index={self._own_index(out)}, tile=T)",
-                                     Z=f.value, T=args[0])
-            if f.attr == "load" and not args:
+                                     Z=z, T=args[0])
+            if method == "load" and not args:
                 return self._replace(node, f"{CT}.load(Z, index={self._own_index(out)}, "
                                      f"shape={self._tile_shape(out)}, padding_mode={_ZERO_PAD})",
-                                     Z=f.value)
+                                     Z=z)
             return node
         if not isinstance(f, ast.Name) or f.id in self.locals:
             return node
         name = f.id
-        if name == "load_tile_like" and len(args) == 2 and isinstance(args[1], ast.Name) \
-                and args[1].id in self.outputs:
-            out = self.outputs[args[1].id]
+        if name == "load_tile_like" and len(args) == 2 and \
+                self.own_uses.get(id(args[1]), ("",))[0] == "value":
+            out = self.outputs[self.own_uses[id(args[1])][1]]
             new = self._replace(node, f"{CT}.load(X, index={self._own_index(out)}, "
                                 f"shape={self._tile_shape(out)})", X=args[0])
             new.keywords.extend(_padding_keywords(kws))

@@ -95,6 +95,59 @@ class TileirasError(CompileError):
         self.command = list(command)
 
 
+class ToolFailure(ToolchainError):
+    """A tool of the toolchain crashed, exited non-zero without a diagnostic, or hung: a failure
+    of the toolchain, not of the kernel. ``tool`` names it, ``returncode`` is its exit status
+    (negative: killed by that signal; ``None``: it hung and was stopped), ``output`` what it
+    printed."""
+
+    def __init__(self, message: str, *, tool: str, returncode: int | None, output: str = "",
+                 command: Sequence[str] = (), help: str | None = None):
+        super().__init__(message, help=help)
+        self.tool = tool
+        self.returncode = returncode
+        self.output = output
+        self.command = list(command)
+
+
+TOOL_FAILURE_HELP = ("this is a failure of the Tile IR toolchain, not of your kernel: the "
+                     "simulator backend can still run the kernel; please report it with the "
+                     "kernel's source and `cutile-lab info`")
+# what a crashing LLVM/MLIR tool prints, even when it also printed an `error:` line
+_CRASH_RE = re.compile(r"PLEASE submit a bug report|Stack dump:|LLVM ERROR:|Assertion .* failed|"
+                       r"Segmentation fault|core dumped|terminate called", re.I)
+
+
+def _last_lines(output: str, n: int = 8) -> str:
+    lines = [ln.rstrip() for ln in (output or "").splitlines() if ln.strip()]
+    return "\n".join("  | " + ln for ln in lines[-n:])
+
+
+def _exit_text(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            import signal
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+def tool_failure(tool: str, returncode: int | None, output: str, cmd: Sequence[str] = (),
+                 timeout: float | None = None) -> ToolFailure:
+    """The error for a tool that crashed (``returncode``), or hung (``returncode`` None: it was
+    stopped after ``timeout`` seconds), with the last lines it printed."""
+    if returncode is None:
+        head = f"{tool} hung: it was stopped after {timeout:g} s without finishing"
+    else:
+        head = f"{tool} crashed ({_exit_text(returncode)})"
+    tail = _last_lines(output)
+    text = head + (f"; the last lines it printed:\n{tail}" if tail else
+                   "; it printed nothing")
+    return ToolFailure(text, tool=tool, returncode=returncode, output=output or "",
+                       command=cmd, help=TOOL_FAILURE_HELP)
+
+
 # --------------------------------------------------------------------------- discovery
 
 def clean_env(bin_dir: Path, lib_dirs: Sequence[Path] = ()) -> dict[str, str]:
@@ -349,9 +402,10 @@ def _run(cmd: list[str], tc: Toolchain, timeout: float, *, stage: str, cwd: str
     try:
         return subprocess.run(cmd, capture_output=True, text=True, errors="replace",
                               timeout=timeout, env=tc.env(), cwd=cwd)
-    except subprocess.TimeoutExpired:
-        raise TileirasError(f"{stage} did not finish within {timeout:g} s (smaller tiles usually "
-                            "compile faster)", command=cmd, stage=stage) from None
+    except subprocess.TimeoutExpired as e:
+        output = "".join(x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
+                         for x in (e.stderr, e.stdout))
+        raise tool_failure(stage, None, output, cmd, timeout) from None
     except OSError as e:
         raise ToolchainError(f"could not run {cmd[0]}: {e}", help=INSTALL_HINT) from None
 
@@ -387,9 +441,18 @@ def parse_tileiras_errors(stderr: str) -> tuple[list[str], tuple[str, int, int] 
 
 
 def _compile_error(proc: subprocess.CompletedProcess, cmd: list[str], *, stage: str,
-                   arch: str | None = None) -> TileirasError:
+                   arch: str | None = None) -> TileirasError | ToolFailure:
+    """What a failed run means: the compiler rejected the input (``TileirasError``, with its
+    message and location), or the tool itself failed (``ToolFailure``: killed by a signal, a
+    crash report, or a non-zero exit without any diagnostic)."""
     output = (proc.stderr or "") + (proc.stdout if stage == "tileiras" else "")
     messages, location = parse_tileiras_errors(output)
+    rc = proc.returncode
+    if rc < 0 or _CRASH_RE.search(output) or (rc != 0 and not messages and
+                                                not (arch and "--gpu-name" in output)):
+        return tool_failure(stage, rc, output, cmd)
+    if rc == 0:          # "succeeded" without writing its output
+        return tool_failure(stage, rc, output + "\n(exit status 0, but no output file)", cmd)
     hint = None
     if messages:
         text = "; ".join(messages)

@@ -164,6 +164,8 @@ def _decorator_options(dec: ast.AST | None) -> dict:
     opts: dict = {}
     if isinstance(dec, ast.Call):
         for kw in dec.keywords:
+            if kw.arg is None:          # `**options`: reported by the checker (TL004)
+                continue
             try:
                 opts[kw.arg] = ast.literal_eval(kw.value)
             except ValueError:

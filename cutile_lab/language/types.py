@@ -6,6 +6,7 @@ signatures from the syntax tree, so a wrong annotation becomes a diagnostic, not
 """
 from __future__ import annotations
 
+import keyword
 from dataclasses import dataclass
 from typing import Union
 
@@ -32,6 +33,9 @@ def parse_shape(spec) -> tuple[Dim, ...]:
                 dims.append(None)
             elif p.lstrip("-").isdigit():
                 dims.append(int(p))
+            elif p.isidentifier() and keyword.iskeyword(p):
+                raise ValueError(f"`{p}` is a Python keyword and cannot name a size: use a name "
+                                 "like 'B'")
             elif p.isidentifier():
                 dims.append(p)
             else:

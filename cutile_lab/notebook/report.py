@@ -124,7 +124,7 @@ def compile_report_json(compiled, kernel=None, diagnostics: Sequence[Diagnostic]
         "diagnostics": _diag.diagnostics_json(diagnostics, offset),
         "tileir": None, "resources": None, "sass": None, "remarks": [], "timings": None,
         "lowered": None, "summary": summary_line(compiled, name, diagnostics, notes),
-        "benchmark": None,
+        "benchmark": None, "unchecked": _unchecked_json(diagnostics, offset),
     }
     if compiled is not None:
         # a CUDA C++ kernel (compiling.nvrtc) has PTX where a tile kernel has Tile IR
@@ -149,15 +149,29 @@ def compile_report_json(compiled, kernel=None, diagnostics: Sequence[Diagnostic]
     return report
 
 
+def _unchecked_json(diagnostics: Sequence[Diagnostic], offset: int) -> list[dict]:
+    """The code the checker did not check (``with unsafe():`` blocks), cell-relative lines."""
+    from cutile_lab.checking import unchecked_spans
+    return [{"line": sp.line - offset, "col": sp.col,
+             "end_line": (sp.end_line or sp.line) - offset} for sp in unchecked_spans(diagnostics)]
+
+
+def _unchecked_text(n: int) -> str:
+    return f"{n} unchecked block{'s' * (n != 1)}"
+
+
 def summary_line(compiled, name: str | None, diagnostics: Sequence[Diagnostic] = (),
                  notes: Sequence[str] = ()) -> str:
     errors = sum(d.is_error for d in diagnostics)
     warnings = sum(d.severity == "warning" for d in diagnostics)
+    unchecked = len(_unchecked_json(diagnostics, 0))
     counts = []
     if errors:
         counts.append(f"{errors} error{'s' * (errors != 1)}")
     if warnings:
         counts.append(f"{warnings} warning{'s' * (warnings != 1)}")
+    if unchecked:
+        counts.append(_unchecked_text(unchecked))
     if compiled is not None:
         line = compiled.summary()
         return line + (f" ({', '.join(counts)})" if counts else "")
@@ -337,6 +351,12 @@ def compile_report_html(report: Mapping, diagnostics: Sequence[Diagnostic],
     if consts:
         head.append(_esc(", ".join(f"{k}={v}" for k, v in consts.items())))
     head.append(f'<span style="color:{badge_color};font-weight:600">{_esc(status)}</span>')
+    if report.get("unchecked"):
+        lines = ", ".join(str(u["line"]) for u in report["unchecked"])
+        head.append(f'<span class="cl-unchecked" title="not checked for ownership: line '
+                    f'{_esc(lines)}" style="color:#9a6700;font-weight:600;border:1px solid '
+                    f'#9a6700;border-radius:3px;padding:0 3px">'
+                    f'{_esc(_unchecked_text(len(report["unchecked"])))}</span>')
     res = report.get("resources")
     if res:
         bits = []

@@ -296,7 +296,8 @@ class LaunchOp(DeviceOp):
                     or not (last._where is self._where or last._where == self._where):
                 return None
             for o in f.movers:
-                if o.moved is not None:
+                if o.moved is not None or (type(o) is Tensor and o.storage.moves is not None
+                                           and o.dead_view() is not None):
                     return None
             if measure:
                 STATS["check_s"] += time.perf_counter() - t0
@@ -376,7 +377,8 @@ class LaunchOp(DeviceOp):
         if measure:
             t0 = time.perf_counter()
         for o in f.movers:
-            if o.moved is not None:
+            if o.moved is not None or (type(o) is Tensor and o.storage.moves is not None and
+                                       o.dead_view() is not None):
                 self._raise_moved(self.bound, ctx)
         flight = ctx.flight
         # published before the check, both under the registry's lock: of two threads racing
@@ -438,7 +440,8 @@ class LaunchOp(DeviceOp):
                 movers.append(v)
                 movers.append(t)
             elif cls is Tensor:
-                if v.moved is not None:
+                if v.moved is not None or (v.storage.moves is not None and
+                                           v.dead_view() is not None):
                     self._raise_moved(values, ctx)
                 parts.append(v.key)
                 movers.append(v)
@@ -525,6 +528,10 @@ class LaunchOp(DeviceOp):
                 obj = v if v.moved is not None else v.tensor
                 ownership.raise_use_after_move(
                     obj, f"pass it to `{self.label}` as `{name}`", where=self.where, how="launch")
+            if type(v) is Tensor and v.storage.moves is not None and v.dead_view() is not None:
+                from cutile_lab.runtime.partition import raise_dead_view
+                raise_dead_view(v, f"pass it to `{self.label}` as `{name}`", self.where,
+                                "launch")
 
     def _prepare(self, values, ctx, key) -> "_Entry":
         """The slow path, once per argument layout: the launch-level rules, const generics,

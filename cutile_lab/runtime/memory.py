@@ -14,13 +14,14 @@ from cutile_lab.errors import LaunchError
 class Storage:
     """A range of memory: ``ptr`` (byte address) and ``nbytes``; ``owner`` keeps it alive."""
 
-    __slots__ = ("ptr", "nbytes", "owner", "__weakref__")
+    __slots__ = ("ptr", "nbytes", "owner", "moves", "__weakref__")
     backend = "?"
 
     def __init__(self, ptr: int, nbytes: int, owner=None):
         self.ptr = int(ptr)
         self.nbytes = int(nbytes)
         self.owner = owner
+        self.moves = None        # moves into partitions of views of this memory (partition.py)
 
 
 class DeviceStorage(Storage):

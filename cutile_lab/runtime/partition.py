@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import weakref
 
 from cutile_lab.errors import LaunchError
 from cutile_lab.runtime import ownership
@@ -153,10 +154,59 @@ def partition(tensor, tile_shape) -> Partition:
     tensor._check("partition it", host=False)
     tile = _tile_shape(tensor, tile_shape)
     where = user_site(2)
+    # views of this memory taken before the move end with it (E0505); the partition's own
+    # view, made just after, lives on
+    storage = tensor.storage
+    if storage.moves is None:
+        storage.moves = []
+    storage.moves.append((tensor.id, tensor.range[0], tensor.range[1], where,
+                          weakref.ref(tensor)))
     p = Partition(tensor._alias(), tile, "move", origin=where)
     tensor.moved = MoveRecord(where, f"was moved into a partition of {tile} tiles", p.id,
                               "moved into a partition here")
     return p
+
+
+def _name_in_any_frame(obj) -> str | None:
+    """The name some frame on the stack binds to ``obj`` (the moved tensor is often not in the
+    frame that uses the view, e.g. a lambda's); error path only."""
+    import sys
+    from cutile_lab.runtime.callsite import _INTERNAL_PREFIXES
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_filename.startswith(_INTERNAL_PREFIXES):
+            f = f.f_back
+            continue
+        for scope in (f.f_locals, f.f_globals):
+            for k, v in list(scope.items()):
+                if v is obj and not k.startswith("_"):
+                    return k
+        f = f.f_back
+    return None
+
+
+def raise_dead_view(view, what: str, where=None, how: str = "read") -> None:
+    """Refuse a use of a view that a later move into a partition ended (rustc's E0505)."""
+    from cutile_lab.errors import Diagnostic, Label
+    from cutile_lab.runtime.callsite import as_span, user_call_site, user_name_of
+    _, _, _, moved_at, ref = view.dead_view()
+    moved_at = as_span(moved_at)
+    where = as_span(where) or user_call_site()
+    name = view.name or user_name_of(view)
+    moved = ref()
+    base = (moved.name or _name_in_any_frame(moved)) if moved is not None else None
+    this = f"`{name}`" if name else "this view"
+    of = f"`{base}`" if base else "the tensor it views"
+    labels = (Label(moved_at, f"{of} is moved into a partition here"),) if moved_at else ()
+    raise ownership.OwnershipError([Diagnostic(
+        "TL102", "error",
+        f"cannot {what}: {this} is a view taken before {of} was moved into a partition at "
+        f"{describe(moved_at)}, so it ended with the move", where, labels,
+        help=f"take the view after the work is done, from the tensor the launch hands back, or "
+             f"borrow with `{base or 't'}.partition_mut(...)` instead of moving it",
+        notes=["a partition owns its memory: a view taken before the move would read or write "
+               "it behind the partition's back (like rustc's E0505, a move out of a value "
+               "that is still borrowed)"])])
 
 
 def partition_mut(tensor, tile_shape) -> Partition:

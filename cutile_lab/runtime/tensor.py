@@ -48,7 +48,7 @@ class Tensor:
     """A tensor on the gpu or sim backend. ``strides`` count elements, not bytes."""
 
     __slots__ = ("dtype", "shape", "strides", "offset", "storage", "id", "moved", "_origin",
-                 "name", "ptr", "range", "key", "__weakref__")
+                 "name", "ptr", "range", "key", "born", "__weakref__")
 
     def __init__(self, storage: Storage, dtype: DType, shape, strides=None, offset: int = 0,
                  origin: Span | None = None, name: str | None = None):
@@ -59,6 +59,9 @@ class Tensor:
         self.offset = int(offset)
         self.id = next(_ids)
         self.moved = None            # a MoveRecord once moved into a partition
+        # how many moves of this memory came before this view: a later one that overlaps it
+        # ends it (see ``dead_view``)
+        self.born = len(storage.moves) if storage.moves is not None else 0
         self._origin = origin        # where the user created it: a Span, or (file, line)
         self.name = name
         # derived once (the metadata never changes): address of element [0, ...], the byte
@@ -149,8 +152,24 @@ class Tensor:
     def _check(self, what: str, *, host: bool = True, write: bool = False) -> None:
         if self.moved is not None:
             ownership.raise_use_after_move(self, what)
+        if self.storage.moves is not None and self.dead_view() is not None:
+            from cutile_lab.runtime.partition import raise_dead_view
+            raise_dead_view(self, what)
         if host:
             ownership.check_host_access(self, what, write=write)
+
+    def dead_view(self):
+        """The move that ended this view (rustc's E0505: a value moved while a borrow of it is
+        alive ends the borrow): a move into a partition, after this view was taken, of another
+        view of the same memory that overlaps this one. ``None`` while the view is alive."""
+        moves = self.storage.moves
+        if moves is None or len(moves) <= self.born:
+            return None
+        lo, hi = self.range
+        for rec in moves[self.born:]:
+            if rec[0] != self.id and lo < rec[2] and rec[1] < hi:
+                return rec
+        return None
 
     # --- views --------------------------------------------------------------------------------
     def _view(self, shape, strides, offset) -> "Tensor":
@@ -166,6 +185,7 @@ class Tensor:
         t.offset = 0
         t.id = next(_ids)
         t.moved = None
+        t.born = len(storage.moves) if storage.moves is not None else 0
         t._origin = origin
         t.name = None
         t.ptr = ptr = storage.ptr
@@ -181,6 +201,8 @@ class Tensor:
         t.offset, t.ptr, t.range, t.key = self.offset, self.ptr, self.range, self.key
         t.id = next(_ids)
         t.moved = None
+        moves = self.storage.moves
+        t.born = len(moves) if moves is not None else 0
         t._origin = self._origin
         t.name = self.name
         return t

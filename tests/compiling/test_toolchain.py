@@ -12,8 +12,8 @@ import pytest
 
 from cutile_lab.compiling import toolchain as tc_mod
 from cutile_lab.compiling.cubin import cubin_arch, is_nvidia_elf
-from cutile_lab.compiling.toolchain import (Toolchain, TileirasError, disassemble_sass,
-                                            disassemble_tileir, find_toolchain,
+from cutile_lab.compiling.toolchain import (ToolFailure, Toolchain, TileirasError,
+                                            disassemble_sass, disassemble_tileir, find_toolchain,
                                             parse_tileiras_errors, run_tileiras,
                                             supported_archs, toolchain_or_none)
 from cutile_lab.errors import CompileError, ToolchainError
@@ -241,18 +241,65 @@ exit 5
     assert err.returncode == 5 and err.stage == "tileiras"
 
 
-def test_a_compiler_that_hangs_times_out(tmp_path, monkeypatch):
-    fake = _fake_tileiras(tmp_path, "sleep 5\n")
+def test_a_compiler_that_hangs_is_stopped_and_said_to_hang(tmp_path, monkeypatch):
+    fake = _fake_tileiras(tmp_path, "echo 'optimizing kernel' >&2\nsleep 5\n")
     monkeypatch.setenv("CUTILE_LAB_TILEIRAS", str(fake))
-    with pytest.raises(CompileError, match="did not finish"):
+    with pytest.raises(ToolFailure) as info:
         run_tileiras(b"x", "sm_90", timeout=0.3)
+    err = info.value
+    assert not isinstance(err, CompileError) and isinstance(err, ToolchainError)
+    assert err.message.startswith("tileiras hung: it was stopped after 0.3 s")
+    assert err.returncode is None and "not of your kernel" in err.help
+    assert "smaller tiles" not in str(err)
 
 
-def test_a_compiler_that_dies_silently_still_says_something(tmp_path, monkeypatch):
+def test_a_compiler_that_dies_silently_is_a_toolchain_error(tmp_path, monkeypatch):
     monkeypatch.setenv("CUTILE_LAB_TILEIRAS", str(_fake_tileiras(tmp_path, "exit 7\n")))
-    with pytest.raises(CompileError) as info:
+    with pytest.raises(ToolFailure) as info:
         run_tileiras(b"x", "sm_90")
-    assert "exit status 7" in info.value.message
+    err = info.value
+    assert not isinstance(err, CompileError)
+    assert err.message == "tileiras crashed (exit status 7); it printed nothing"
+    assert (err.tool, err.returncode) == ("tileiras", 7)
+
+
+def test_a_compiler_killed_by_a_signal_names_it_and_its_last_lines(tmp_path, monkeypatch):
+    body = "".join(f"echo 'pass {i}' >&2\n" for i in range(12)) + "kill -SEGV $$\n"
+    monkeypatch.setenv("CUTILE_LAB_TILEIRAS", str(_fake_tileiras(tmp_path, body)))
+    with pytest.raises(ToolFailure) as info:
+        run_tileiras(b"x", "sm_90")
+    err = info.value
+    assert err.message.startswith("tileiras crashed (killed by SIGSEGV)")
+    assert "pass 11" in err.message and "pass 4" in err.message and "pass 3" not in err.message
+    assert "pass 0" in err.output
+
+
+def test_a_crash_report_is_the_toolchains_even_with_an_error_line(tmp_path, monkeypatch):
+    fake = _fake_tileiras(tmp_path, """
+echo 'loc("k.py":3:7): error: something went wrong' >&2
+echo 'PLEASE submit a bug report to the developers' >&2
+echo 'Stack dump:' >&2
+exit 134
+""")
+    monkeypatch.setenv("CUTILE_LAB_TILEIRAS", str(fake))
+    with pytest.raises(ToolFailure) as info:
+        run_tileiras(b"x", "sm_90")
+    assert "tileiras crashed (exit status 134)" in info.value.message
+    assert "Stack dump:" in info.value.message
+
+
+def test_a_tool_failure_reaches_the_cli_as_the_toolchains(tmp_path, monkeypatch, capsys):
+    from cutile_lab.cli import main
+    fake = _fake_tileiras(tmp_path, "exit 3\n")
+    _script(fake.parent / "tileirdisasm", "exit 0\n")
+    monkeypatch.setenv("CUTILE_LAB_TILEIRAS", str(fake))
+    src = tmp_path / "k.py"
+    src.write_text('def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):\n'
+                   '    z.store(load_tile_like(x, z))\n')
+    assert main(["compile", str(src), "--spec", "B=128", "--no-cache"]) == 1
+    err = capsys.readouterr().err
+    assert "error[CL020]" in err and "crashed (exit status 3)" in err
+    assert ":0:" not in err and "k.py:" not in err
 
 
 @pytest.mark.parametrize("stderr, messages, location", [

@@ -1,0 +1,182 @@
+"""The plain-cuTile index analysis: race freedom of ``@ct.kernel`` kernels, by value.
+
+Their signatures say nothing about ownership, so the pass proves what it can from the values the
+typing pass gives the indices of ``ct.store`` (in the kernel and in the helpers it calls):
+
+* a store whose index holds the block's own id on every grid axis the kernel uses is race-free:
+  ``ct.bid(i)`` written in place, a name or a tuple that holds it (``row = ct.bid(0)``,
+  ``idx = (ct.bid(0),)``), the variable of a persistent loop
+  ``for i in range(ct.bid(0), n, ct.num_blocks(0))``, or the pair ``(bid // n, bid % n)`` of
+  one id split by one ``n`` (TileGym's 2-D tile from a 1-D grid); the other entries may be
+  anything (a constant on an axis whose tile spans the whole extent, as in a row softmax, a
+  loop counter): two blocks differ in an own-id entry, so their tiles differ. Every store into the same array
+  must put the own ids at the same places, with tiles of one proven shape, or the tiles of
+  different stores could meet;
+* anything else that writes is flagged (TL060): a store not indexed that way, ``ct.scatter``,
+  offset stores through ``get_raw_memory()``; atomic updates are race-free but unordered (TL061);
+  an array both read and written gets a note (TL062);
+* a helper whose body the checker cannot follow is reported as unchecked (TL063), never passed
+  over in silence.
+"""
+from __future__ import annotations
+
+import ast
+from typing import Callable, Iterable, Iterator
+
+from cutile_lab.checking.context import RAW_READS, RAW_WRITES, KernelContext, short
+from cutile_lab.checking.tiletypes import TensorV, TileV, TupleV, int_of
+from cutile_lab.checking.typecheck import CallInfo, RawMemV
+from cutile_lab.errors import Diagnostic
+
+Rule = Callable[[KernelContext], Iterable[Diagnostic]]
+CUTILE_RULES: list[Rule] = []
+
+
+def rule(fn: Rule) -> Rule:
+    CUTILE_RULES.append(fn)
+    return fn
+
+
+def _array(info: CallInfo):
+    if isinstance(info.recv, RawMemV):
+        return info.recv.array
+    return info.arg(0, "array")
+
+
+def _name(v, info: CallInfo) -> str | None:
+    if isinstance(v, TensorV):
+        return v.param.name
+    node = info.arg_node(0, "array")
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def own_axes(index) -> tuple | None:
+    """Per entry of a store's index, the grid axis whose block id it holds: ``a`` for
+    ``ct.bid(a)`` itself, ``("div", a)`` / ``("mod", a)`` for ``bid // n`` / ``bid % n`` (which
+    count only as a pair with the same ``n``), ``None`` for anything else; None if the index
+    is not a tuple or scalar the checker can read."""
+    items = index.items if isinstance(index, TupleV) else (index,)
+    out = []
+    for v in items:
+        o = v.origin if isinstance(v, TileV) else None
+        if isinstance(o, tuple) and o[0] == "bid" and o[1] is not None:
+            out.append(o[1])
+        elif isinstance(o, tuple) and o[0] in ("div", "mod") and o[1][1] is not None:
+            out.append((o[0], o[1][1], o[2]))
+        elif isinstance(v, TileV):
+            out.append(None)
+        else:
+            return None
+    return tuple(out)
+
+
+def _covered(axes: tuple) -> set:
+    """The grid axes an index's own-id entries tell apart."""
+    got = {a for a in axes if isinstance(a, int)}
+    pairs = {a for a in axes if isinstance(a, tuple)}
+    for kind, axis, token in pairs:
+        if kind == "div" and ("mod", axis, token) in pairs:
+            got.add(axis)
+    return got
+
+
+def _grid_axes_used(ctx: KernelContext) -> set[int]:
+    axes = set()
+    for info in ctx.types.all_calls():
+        if info.kind == "lang" and info.name in ("bid", "num_blocks"):
+            a = int_of(info.arg(0, "axis"))
+            axes.add(a if a is not None else -1)   # an axis it cannot read: any
+    return axes
+
+
+def _tile_shape(info: CallInfo):
+    t = info.arg(2, "tile")
+    if isinstance(t, TileV) and t.shape is not None and all(d is not None for d in t.shape):
+        return t.shape
+    return None
+
+
+@rule
+def possible_races(ctx: KernelContext) -> Iterator[Diagnostic]:
+    """TL060: writes not proven race-free; TL061: atomics; TL062: read and written; TL063:
+    calls the analysis cannot follow."""
+    used = _grid_axes_used(ctx)
+    written: dict[str, ast.AST] = {}
+    read: dict[str, ast.AST] = {}
+    atomics: dict[str, CallInfo] = {}
+    pattern: dict[str, tuple] = {}        # array -> (own-id positions, tile shape) of its stores
+    for info in ctx.types.all_calls():
+        if info.kind == "helper" and info.problem is not None:
+            yield ctx.diag(
+                "TL063", f"the checker cannot follow the call of `{info.name}` "
+                         f"({info.problem}): whatever it writes is unchecked", ctx.at(info),
+                labels=ctx.helper_label(info, "the call"),
+                help="define the helper in the same file (or an earlier cell) as a plain "
+                     "function or a `@ct.function`, so that the checker can read its body",
+                notes=["the race analysis follows helpers through their bodies; a call it cannot "
+                       "follow could write anywhere"])
+            continue
+        op = info.raw_op
+        if op is None:
+            continue
+        arr = _array(info)
+        name = _name(arr, info)
+        at = ctx.at(info)
+        if op in RAW_READS and name:
+            read.setdefault(name, at)
+        if op not in RAW_WRITES:
+            continue
+        if name:
+            written.setdefault(name, at)
+        if op.startswith("atomic_"):
+            if name and name not in atomics:
+                atomics[name] = info
+            continue
+        what = f"`{name}`" if name else "the array"
+        labels = ctx.helper_label(info, "the write")
+        if op != "store":
+            yield ctx.diag(
+                "TL060", f"possible data race: `{short(info.node.func)}` writes elements of "
+                         f"{what} that other blocks may also write", at, labels=labels,
+                help="make sure the indices of different blocks never overlap, or use atomic "
+                     "updates",
+                notes=["scattered writes and raw-memory (offset) stores cannot be proven "
+                       "race-free by the checker"])
+            continue
+        index = info.arg(1, "index")
+        axes = own_axes(index)
+        shape = _tile_shape(info)
+        proven = axes is not None and -1 not in used and used <= _covered(axes)
+        if proven and name is not None:
+            key = (tuple(a if a is None or isinstance(a, int) else a[:2] for a in axes), shape)
+            if name in pattern and (pattern[name] != key or shape is None):
+                proven = False
+            pattern.setdefault(name, key)
+        if proven:
+            continue
+        node = info.arg_node(1, "index")
+        idx = short(node) if node is not None else "?"
+        yield ctx.diag(
+            "TL060", f"possible data race: blocks may store to the same tile of {what} "
+                     f"(index `{idx}` is not the block's own id)",
+            node if node is not None and info.helper is None else at, labels=labels,
+            help="index the store by the block's own id on every grid axis, e.g. "
+                 "`index=(ct.bid(0),)`, `(ct.bid(0), ct.bid(1))` or `(row, 0)` with "
+                 "`row = ct.bid(0)`, or write the kernel in the tile language with a `Mut` "
+                 "output; if every block really writes a different tile, this warning can be "
+                 "ignored",
+            notes=["the checker proves a store race-free when its index holds the block's own "
+                   "id (`ct.bid(axis)`, through any name) for every grid axis the kernel uses, "
+                   "and every store into the array does so at the same places"])
+    for name, info in atomics.items():
+        yield ctx.diag(
+            "TL061", f"atomic updates to `{name}` are race-free, but blocks apply them in no "
+                     "fixed order", ctx.at(info),
+            notes=["floating-point sums may differ from run to run in the last bits"])
+    for name, at in written.items():
+        if name in read:
+            yield ctx.diag(
+                "TL062", f"`{name}` is both read and written by this kernel", at,
+                labels=[ctx.label(read[name], f"`{name}` is read here")],
+                notes=["a block that reads tiles other blocks write may see old or new values; "
+                       "reading only the block's own tile is safe"])

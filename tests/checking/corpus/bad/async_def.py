@@ -1,0 +1,5 @@
+# expect: TL031 3:5
+def k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    async def helper():
+        pass
+    z.store(load_tile_like(x, z))

@@ -1,0 +1,6 @@
+# expect: TL010 5:5
+def k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    t = load_tile_like(x, z)
+    put = x.store
+    put(t)
+    z.store(t)

@@ -1,0 +1,4 @@
+# expect: TL031 3:5
+def k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    import math
+    z.store(load_tile_like(x, z) * math.pi)

@@ -1,0 +1,4 @@
+# expect: TL022 3:9
+def k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?, ?"]):
+    t = load_tile_like(x, z)
+    z.store(t)

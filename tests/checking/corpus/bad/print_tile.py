@@ -1,0 +1,5 @@
+# expect: TL033 4:5
+def k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    t = load_tile_like(x, z)
+    print(f"t = {t}")
+    z.store(t)

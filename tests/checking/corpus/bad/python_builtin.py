@@ -1,0 +1,4 @@
+# expect: TL030 4:13
+def k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    t = load_tile_like(x, z)
+    z.store(round(t))

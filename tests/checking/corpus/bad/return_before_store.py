@@ -1,0 +1,7 @@
+# expect: TL015 7:5
+def k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], alpha: f32):
+    t = load_tile_like(x, z)
+    if alpha > 0:
+        return
+    t = t * alpha
+    z.store(t)

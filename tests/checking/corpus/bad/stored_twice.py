@@ -1,0 +1,5 @@
+# expect: TL014 5:5
+def k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    t = load_tile_like(x, z)
+    z.store(t)
+    z.store(t * 2.0)

@@ -1,0 +1,3 @@
+# expect: TL031 3:5
+def k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    z[:] = load_tile_like(x, z)

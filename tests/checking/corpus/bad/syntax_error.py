@@ -1,0 +1,3 @@
+# expect: TL000 3:12
+def k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    z.store((load_tile_like(x, z))

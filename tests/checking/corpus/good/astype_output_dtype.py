@@ -1,0 +1,2 @@
+def k(z: Mut[Tensor[f16, "B"]], x: Tensor[f32, "?"]):
+    z.store(load_tile_like(x, z).astype(z.dtype))
