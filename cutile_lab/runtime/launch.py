@@ -82,9 +82,7 @@ class LaunchPlan:
 
 
 def _const_params(kdef) -> set[str]:
-    if kdef.kind == "cutile":
-        return {a.arg for a in kdef.node.args.args
-                if a.annotation is not None and "Constant" in ast.unparse(a.annotation)}
+    # plain cuTile kernels too: language.constants marks them by what the annotation evaluates to
     return {p.name for p in kdef.params if p.role == "const"}
 
 

@@ -569,12 +569,27 @@ def _rebind_globals(globals_: Mapping[str, Any], ns, memo: dict) -> dict[str, An
     """The kernel's module globals with ``cuda.tile`` replaced by the simulator's ``ct``, also
     inside the helper functions (``@ct.function``) a plain cuTile kernel calls."""
     out = dict(globals_)
-    for k, v in globals_.items():
-        if _is_cuda_tile(v):
-            out[k] = ns
-        elif isinstance(v, types.FunctionType) and not k.startswith("__"):
-            out[k] = _rebind_function(v, ns, memo)
+    for k, v in out.items():
+        if not k.startswith("__"):
+            out[k] = _rebind_value(v, ns, memo)
     return out
+
+
+def _rebind_value(v, ns, memo: dict, depth: int = 0):
+    """``v`` with ``cuda.tile`` replaced by the simulator's ``ct``: the module itself, a
+    function (helpers), and functions kept in tuples, lists and dicts (tables of
+    ``@ct.function``s that kernels pick with ``ct.static_eval``)."""
+    if _is_cuda_tile(v):
+        return ns
+    if isinstance(v, types.FunctionType):
+        return _rebind_function(v, ns, memo)
+    if depth < 3 and type(v) in (tuple, list, dict) and len(v) <= 256:
+        items = v.items() if type(v) is dict else enumerate(v)
+        new = {k: _rebind_value(x, ns, memo, depth + 1) for k, x in items}
+        if all(new[k] is x for k, x in (v.items() if type(v) is dict else enumerate(v))):
+            return v
+        return new if type(v) is dict else type(v)(new[i] for i in range(len(v)))
+    return v
 
 
 def _rebind_function(f, ns, memo: dict):
@@ -593,13 +608,19 @@ def _rebind_function(f, ns, memo: dict):
                                base.__closure__)
     clone.__kwdefaults__ = base.__kwdefaults__
     memo[key] = clone
-    for name in base.__code__.co_names:
-        v = g.get(name)
-        if _is_cuda_tile(v):
-            new_globals[name] = ns
-        elif isinstance(v, types.FunctionType):
-            new_globals[name] = _rebind_function(v, ns, memo)
+    for name in _names_used(base.__code__):
+        if name in g:
+            new_globals[name] = _rebind_value(g[name], ns, memo)
     return clone
+
+
+def _names_used(code) -> set[str]:
+    """Global names a function's code reads, nested code (comprehensions, lambdas) included."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _names_used(c)
+    return names
 
 
 # --- simulate ----------------------------------------------------------------------------------
