@@ -201,11 +201,14 @@ def _same_file(a: str, b: str) -> bool:
     return a == b or os.path.abspath(a) == os.path.abspath(b)
 
 
-def kernels_of_module(namespace: Mapping[str, Any], source: KernelSource,
-                      defs: Mapping[str, KernelDef]) -> dict[str, Kernel]:
-    """The kernels a module's namespace holds after its top level ran."""
+def cutile_kernels_in(namespace: Mapping[str, Any], names, source: KernelSource,
+                      defs: Mapping[str, KernelDef] | None = None) -> dict[str, Kernel]:
+    """The kernels among ``names`` of ``namespace`` that ``source`` defines: ``@cl.kernel``
+    functions and cuTile kernel objects (``@ct.kernel`` and ``name = ct.kernel(fn, ...)``)."""
+    defs = defs or {}
     out: dict[str, Kernel] = {}
-    for name, value in namespace.items():
+    for name in names:
+        value = namespace.get(name)
         if isinstance(value, Kernel) and _same_file(value.source.filename, source.filename):
             out[name] = value
         elif _is_cutile_kernel(value):
@@ -218,6 +221,13 @@ def kernels_of_module(namespace: Mapping[str, Any], source: KernelSource,
                 [kdef] = parse_kernels(source, only=fn.__name__, all_functions=True)
             kdef.options.update(_cutile_options(value))
             out[name] = Kernel(kdef, function_namespace(fn))
+    return out
+
+
+def kernels_of_module(namespace: Mapping[str, Any], source: KernelSource,
+                      defs: Mapping[str, KernelDef]) -> dict[str, Kernel]:
+    """The kernels a module's namespace holds after its top level ran."""
+    out = cutile_kernels_in(namespace, namespace.keys(), source, defs)
     for name, kdef in defs.items():
         if name not in out and not any(k.definition.name == name for k in out.values()):
             fn = namespace.get(name)
