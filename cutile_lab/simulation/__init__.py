@@ -57,10 +57,25 @@ Diagnostics (``SimResult.diagnostics``):
 * SIM030 (note) the grid is not the one the outputs' partitions infer
 * SIM040 (note) two array arguments overlap in memory (one array passed twice is tracked as
   one; partial overlaps are not)
+* SIM022 (error) tiles spin on atomics that no tile will change (a deadlock; the launch stops)
+
+Atomics order tiles as on the GPU: an acquire (``atomic_cas`` taking a lock, the default
+``ACQ_REL`` order) sees everything the releasing tile did before its release, so reads and
+writes under a spin lock are not races; tiles of a kernel that uses atomics run one at a time,
+each pausing where an atomic changed nothing (a lock held by another tile), so spin locks and
+flags between tiles make progress.
+
+A launch on the simulator backend (``cl.set_backend("sim")``) checks its result when it
+runs: any error above raises ``SimulationProblemError`` (CL061) from ``.sync()`` with the
+located report; ``set_on_error("warn")`` (or ``CUTILE_LAB_SIM_ON_ERROR=warn``) warns
+instead, ``"ignore"`` leaves the report in ``op.sim_result`` only. ``simulate()`` itself never
+raises for them: its result holds them.
 """
 from cutile_lab.errors import SimulationError
 from cutile_lab.simulation.engine import simulate
 from cutile_lab.simulation.picture import ownership_figure, ownership_image
-from cutile_lab.simulation.result import SimResult
+from cutile_lab.simulation.result import (SimResult, SimulationProblemError, SimulationWarning,
+                                          on_error, set_on_error)
 
-__all__ = ["simulate", "SimResult", "ownership_figure", "ownership_image", "SimulationError"]
+__all__ = ["simulate", "SimResult", "ownership_figure", "ownership_image", "SimulationError",
+           "SimulationProblemError", "SimulationWarning", "set_on_error", "on_error"]
