@@ -830,8 +830,12 @@ def _is_mut(info, name, value) -> bool:
     role = info.roles.get(name)
     if role == "mut" or isinstance(value, Partition):
         return True
-    # plain cuTile kernels do not say what they write: every array may be written
-    return info.kdef.kind == "cutile"
+    # plain cuTile kernels do not say what they write: every array may be written, except
+    # those the checker proves are only read (shared: one input may be passed twice)
+    if info.kdef.kind != "cutile":
+        return False
+    from cutile_lab.checking.read_only import read_only_parameters
+    return name not in read_only_parameters(info.kdef)
 
 
 def _as_arg(v):
