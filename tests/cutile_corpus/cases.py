@@ -256,7 +256,7 @@ CASES: list[Case] = [
                     "counts": np.zeros(16, np.int32)},
          lambda i: (cdiv(1000, 128),), {"TILE": 128}, ["counts"],
          lambda i: {"counts": np.bincount(i["values"], minlength=16).astype(np.int32)},
-         lambda torch, i: {"counts": torch.bincount(i["values"], minlength=16).int()},
+         lambda torch, i: {"counts": torch.bincount(i["values"].long(), minlength=16).int()},
          tol=(0, 0)),
     Case("memory_ops.py", "raw_copy_scaled", ["src=f32[?]", "dst=f32[?]", "factor=1.5",
                                               "TILE=128"],
