@@ -755,6 +755,8 @@ def _rebind_value(v, ns, memo: dict, depth: int = 0):
     if _is_cuda_tile(v):
         return ns
     if isinstance(v, types.FunctionType):
+        if (v.__module__ or "").startswith("cuda.tile") and hasattr(ns, v.__name__):
+            return getattr(ns, v.__name__)          # `from cuda.tile import load`
         return _rebind_function(v, ns, memo)
     if depth < 3 and type(v) in (tuple, list, dict) and len(v) <= 256:
         items = v.items() if type(v) is dict else enumerate(v)
@@ -771,7 +773,11 @@ def _rebind_function(f, ns, memo: dict):
             base.__module__.startswith(("cutile_lab.", "numpy", "cuda.")):
         return f
     g = base.__globals__
-    if not any(_is_cuda_tile(v) for v in g.values()):
+    device_only = getattr(f, "_cutile_function_wrapper", False)     # @ct.function
+    if not device_only and not any(
+            _is_cuda_tile(v) or (isinstance(v, types.FunctionType)
+                                 and (v.__module__ or "").startswith("cuda.tile"))
+            for v in g.values()):
         return f
     key = id(base)
     if key in memo:
