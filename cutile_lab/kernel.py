@@ -100,6 +100,24 @@ def kernel(fn=None, /, **options):
     return Kernel(kdef, function_namespace(fn))
 
 
+def as_kernel(obj) -> Kernel:
+    """The lab's ``Kernel`` of a cuTile kernel object (made once and kept on it), or ``obj``
+    itself when it is one already."""
+    if isinstance(obj, Kernel):
+        return obj
+    if _is_cutile_kernel(obj):
+        k = getattr(obj, "_cutile_lab_kernel", None)
+        if k is None:
+            k = kernel(obj)
+            try:
+                obj._cutile_lab_kernel = k
+            except AttributeError:
+                pass
+        return k
+    raise LanguageError(f"cannot launch {type(obj).__name__}: not a kernel",
+                        help="launch a @ct.kernel or @cl.kernel function")
+
+
 def function_namespace(fn) -> Mapping[str, Any]:
     """The names a function's body sees: its closure's free variables first, then its module's
     globals (a live view of them, as Python's own lookup is)."""

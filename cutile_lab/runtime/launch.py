@@ -1050,7 +1050,11 @@ def launch_op(kernel, args, kwargs) -> LaunchOp:
 
 
 def launch(kernel, *args, grid=None, **kwargs) -> LaunchOp:
-    """``cl.launch(kernel, *args, grid=None)``: the same lazy launch as ``kernel(*args)``."""
+    """``cl.launch(kernel, *args, grid=None)``: the same lazy launch as ``kernel(*args)``;
+    ``kernel`` may also be a cuTile kernel object (``@ct.kernel``, ``ct.kernel(fn)``)."""
+    if not hasattr(kernel, "definition"):
+        from cutile_lab.kernel import as_kernel
+        kernel = as_kernel(kernel)
     if grid is None:
         return launch_op(kernel, args, kwargs)
     return LaunchOp(kernel, args, kwargs, grid)

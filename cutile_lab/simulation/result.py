@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cutile_lab.errors import Diagnostic, SimulationError
+from cutile_lab.errors import Diagnostic, SimulationProblemError
 
 #: What a launch on the simulator backend does when the simulator finds an error (a race, an
 #: out-of-bounds tile, a failed assert, a deadlock) by the time its ``.sync()`` returns:
@@ -25,18 +25,6 @@ _on_error = [os.environ.get("CUTILE_LAB_SIM_ON_ERROR", "raise")]
 
 class SimulationWarning(UserWarning):
     """The simulator found an error in a launch, and ``set_on_error("warn")`` is in effect."""
-
-
-class SimulationProblemError(SimulationError):
-    """The simulator found an error (race, out-of-bounds access, failed assert, deadlock) in a
-    launch; ``.diagnostics`` holds them and ``.result`` the whole ``SimResult``."""
-
-    code = "CL061"
-
-    def __init__(self, message: str, diagnostics, result, **kw):
-        super().__init__(message, **kw)
-        self.diagnostics = diagnostics
-        self.result = result
 
 
 def set_on_error(mode: str) -> None:
