@@ -1594,6 +1594,131 @@ PROGRESS = [
 ]
 
 
+# ==============================================================================================
+# 08 -- existing cuTile Python kernels
+# ==============================================================================================
+
+NB08 = [
+    md('''
+    # 8 · Existing cuTile Python kernels
+
+    Not every kernel starts in a `%%tilekernel` cell. Kernels already written for cuTile Python
+    (`@ct.kernel`, explicit `ct.load`/`ct.store` indices, `ConstInt = ct.Constant[int]`
+    aliases, `@ct.function` helpers) come into the lab **as they are written**: the lab loads
+    the file the way `import` does, checks what it can prove about each kernel, compiles it,
+    runs it on the CPU simulator, and on the GPU when there is one.
+
+    The file `existing_kernels.py` next to this notebook knows nothing about the lab:
+    '''),
+    SETUP,
+    code('''
+    print(open("existing_kernels.py").read())
+    '''),
+    md('''
+    ## Load
+
+    `cl.load_kernels(path)` runs the file's top level as `import` would (its `if __name__ ==
+    "__main__":` part excepted), so the module's aliases, constants and helpers are what the
+    kernels see. A parameter is a compile-time constant when its annotation *evaluates* to
+    `ct.Constant[...]`, whatever it is called.
+    '''),
+    code('''
+    kernels = cl.load_kernels("existing_kernels.py")
+    for name, k in kernels.items():
+        consts = [p.name for p in k.definition.params if p.role == "const"]
+        print(f"{name:13} constants: {', '.join(consts)}")
+    '''),
+    md('''
+    ## Check
+
+    A plain cuTile kernel says nothing about ownership, so the checker reports what it can
+    prove from the body: a store indexed by the block's own id is race-free; any other store is
+    flagged at its line.
+    '''),
+    code('''
+    from cutile_lab.checking import render_text
+
+    for name, k in kernels.items():
+        diags = k.check()
+        print(f"{name}: {len(diags)} diagnostic(s)")
+        if diags:
+            print(render_text(diags))
+    ''', IGNORE),
+    md('''
+    ## Compile
+
+    From the command line, `--arg` gives what the signature leaves open: an array's dtype and
+    rank (`a=f32[?]`), a scalar's dtype (`n=i32`) and the constants' values (`TILE=256`,
+    `eps=1e-6`, `causal=true`):
+    '''),
+    code('''
+    import subprocess, sys
+    r = subprocess.run([sys.executable, "-m", "cutile_lab", "compile", "existing_kernels.py",
+                        "--kernel", "vector_add", "--arch", "sm_90", "--arg", "a=f32[?]",
+                        "--arg", "b=f32[?]", "--arg", "c=f32[?]", "--arg", "TILE=256"],
+                       capture_output=True, text=True)
+    print(r.stdout or r.stderr)
+    ''', IGNORE),
+    md('''
+    The same from Python: `compile` takes the layouts of the arguments and the constants.
+    '''),
+    code('''
+    from cutile_lab.compiling.specialization import ArrayLayout
+
+    compiled = kernels["softmax_rows"].compile(
+        "sm_90", layouts={"x": ArrayLayout("f32", 2), "out": ArrayLayout("f32", 2)},
+        BLOCK_N=1024)
+    print(compiled.tileir.splitlines()[0][:100], "...")
+    print("registers:", compiled.resources.get("registers"))
+    ''', IGNORE),
+    md('''
+    ## Run on the simulator
+
+    `cl.launch(kernel, *args, grid=..., **constants)` launches a plain kernel with an explicit
+    grid, exactly as `ct.launch` would. On the simulator backend every tile runs with NumPy:
+    '''),
+    code('''
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((300, 1000)).astype(np.float32)
+
+    cl.set_backend("sim")
+    xs, out = cl.from_numpy(x).sync(), cl.zeros((300, 1000)).sync()
+    cl.launch(kernels["softmax_rows"], xs, out, BLOCK_N=1024, grid=(300,)).sync()
+    want = np.exp(x - x.max(1, keepdims=True))
+    want /= want.sum(1, keepdims=True)
+    print("max |simulator - NumPy| =", f"{np.abs(out.to_numpy() - want).max():.1e}")
+    '''),
+    md('''
+    The simulator also sees what the GPU cannot show. The racy `total` kernel is flagged by the
+    checker above; launched on the simulator, the race is found as it happens, and `.sync()`
+    raises with the report (`cutile_lab.simulation.set_on_error("warn")` turns it into a
+    warning):
+    '''),
+    code('''
+    v = cl.from_numpy(rng.standard_normal(1024).astype(np.float32)).sync()
+    s = cl.zeros(1).sync()
+    cl.launch(kernels["total"], v, s, TILE=256, grid=(4,)).sync()
+    ''', RAISES),
+    md('''
+    ## Run on the GPU
+
+    The very same call runs on the GPU backend. With PyTorch there, the result is compared
+    with `torch.softmax`:
+    '''),
+    code('''
+    if ON_GPU:
+        import torch
+        cl.set_backend("gpu")
+        xg, og = cl.from_numpy(x).sync(), cl.zeros((300, 1000)).sync()
+        cl.launch(kernels["softmax_rows"], xg, og, BLOCK_N=1024, grid=(300,)).sync()
+        ref = torch.softmax(torch.from_numpy(x).cuda(), dim=1).cpu().numpy()
+        print("max |GPU - torch.softmax| =", f"{np.abs(og.to_numpy() - ref).max():.1e}")
+    else:
+        print("no GPU here: the GPU run is skipped (the simulator ran the same kernel above)")
+    ''', IGNORE),
+]
+
+
 def nb07(solutions: bool) -> list[dict]:
     intro = NB07_SOLUTIONS_INTRO if solutions else NB07_INTRO
     return [intro, PUZZLE_SETUP] + _puzzle_cells(solutions) + PROGRESS
@@ -1608,6 +1733,7 @@ NOTEBOOKS = {
     "06-fused-kernels.ipynb": lambda: NB06,
     "07-puzzles.ipynb": lambda: nb07(False),
     "07-puzzles-solutions.ipynb": lambda: nb07(True),
+    "08-existing-cutile-kernels.ipynb": lambda: NB08,
 }
 
 

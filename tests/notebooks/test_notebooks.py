@@ -48,7 +48,8 @@ def test_there_are_notebooks():
     names = [p.name for p in NOTEBOOKS]
     assert names[0] == "01-hello-tile.ipynb"
     assert "07-puzzles.ipynb" in names and "07-puzzles-solutions.ipynb" in names
-    assert len(names) == 8
+    assert "08-existing-cutile-kernels.ipynb" in names
+    assert len(names) == 9
 
 
 # --- nbval ---------------------------------------------------------------------------------------
