@@ -171,3 +171,24 @@ def control_flow(x, out, LIMIT: ConstInt, SKIP_ODD: ConstBool, T: ConstInt):
     if b % 2 == 0:
         acc = -acc
     ct.store(out, index=(b,), tile=acc)
+
+
+@ct.kernel
+def forms(x, out, counts, T: ConstInt):
+    # keyword shapes, 0-d tiles (a sum, a count used by range), `t[:, None]`, `.item()`,
+    # num_tiles positionally, by keyword with order="F", and through a tiled view
+    t = ct.load(x, index=(0, 0), shape=(T, T))
+    ct.store(out, index=(0,), tile=t.reshape(shape=(T * T,)) + ct.reshape(t, shape=(T * T,)))
+    s = ct.sum(t)
+    acc = ct.full((T,), 0.0, dtype=ct.float32)
+    for i in range(ct.full((), 3, dtype=ct.int32)):
+        acc = acc + s
+    ct.store(out, index=(1,), tile=ct.reshape(ct.broadcast_to(acc[:, None], (T, T)), (T * T,)))
+    c0 = ct.num_tiles(x, 0, (4, 8))
+    c1 = ct.num_tiles(x, axis=1, shape=(4, 8), order="F")
+    c2 = x.tiled_view((4, 8)).num_tiles(1)
+    two = ct.full((1,), 2, dtype=ct.int32).item()
+    ct.store(counts, index=(0,), tile=ct.cat((ct.full((1,), c0, dtype=ct.int32),
+                                              ct.full((1,), c1, dtype=ct.int32)), 0))
+    ct.store(counts, index=(1,), tile=ct.cat((ct.full((1,), c2, dtype=ct.int32),
+                                              ct.full((1,), two, dtype=ct.int32)), 0))

@@ -149,6 +149,12 @@ def _flow_ref(x, out):
     return [np.where(tiles % 2 == 0, -acc, acc)]
 
 
+def _forms_ref(x, out, counts):
+    t = x[:8, :8]
+    return [np.concatenate([2 * t.ravel(), np.full(64, 3 * t.sum(), np.float32)]),
+            np.array([11, 6, 8, 2], np.int32)]
+
+
 FAMILIES = [
     Family("math_ops", lambda r: [_f32(r, 100), _away_from_zero(r, 100),
                                   np.zeros((8, 100), np.float32)], (4,), {"T": 32}, [2],
@@ -177,6 +183,9 @@ FAMILIES = [
            _shape_ref, tol=1e-6),
     Family("control_flow", lambda r: [_f32(r, 128), np.zeros(128, np.float32)], (4,),
            {"LIMIT": 5, "SKIP_ODD": True, "T": 32}, [1], _flow_ref, tol=1e-6),
+    Family("forms", lambda r: [_f32(r, 42, 64), np.zeros(128, np.float32),
+                               np.zeros(4, np.int32)], (1,), {"T": 8}, [1, 2], _forms_ref,
+           tol=1e-5),
 ]
 
 
