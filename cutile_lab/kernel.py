@@ -150,12 +150,15 @@ def _cutile_options(k) -> dict:
 
 def kernels_from_source(text: str, filename: str = "<source>", *,
                         globals_: Mapping[str, Any] | None = None,
-                        line_offset: int = 0) -> dict[str, Kernel]:
+                        line_offset: int = 0, allow_empty: bool = False) -> dict[str, Kernel]:
     """Every kernel in ``text`` (every top-level function with Tensor/Mut parameters, and any
-    ``@kernel``/``@ct.kernel`` function), by name."""
+    ``@kernel``/``@ct.kernel`` function), by name. ``allow_empty``: none is not an error (a
+    notebook cell whose kernels are made by its top level: ``add = ct.kernel(add_impl)``)."""
     source = KernelSource(text, filename, line_offset)
     source.register()
     defs = parse_kernels(source, all_functions=True)
+    if not defs and allow_empty:
+        return {}
     if not defs:
         raise LanguageError(
             f"no kernel in {filename}",
@@ -252,8 +255,13 @@ def kernels_of_module(namespace: Mapping[str, Any], source: KernelSource,
             if kdef.kind == "tile" and (fn is None or inspect.isfunction(fn)):
                 out[name] = Kernel(kdef, namespace)
     if not out:
-        raise LanguageError(
-            f"no kernel in {source.filename}", span=Span(source.filename, 1, 0),
-            help="decorate a kernel with @ct.kernel (a plain cuTile Python kernel) or "
-                 "@cl.kernel (the tile language)")
+        raise no_kernel_error(source.filename)
     return out
+
+
+def no_kernel_error(filename: str, line: int = 1) -> LanguageError:
+    return LanguageError(
+        f"no kernel in {filename}", span=Span(filename, line, 0),
+        help="decorate a kernel with @ct.kernel (a plain cuTile Python kernel) or @cl.kernel "
+             "(the tile language), or write a function whose parameters are typed, e.g. "
+             'def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]): ...')

@@ -299,7 +299,8 @@ def run_tilekernel(shell, args, cell: str, *, filenames: set | None = None) -> l
     source = KernelSource(cell, filename)
 
     try:
-        kernels = kernels_from_source(cell, filename, globals_=shell.user_ns)
+        # none is not an error yet: the cell's top level may make them (`f = ct.kernel(g)`)
+        kernels = kernels_from_source(cell, filename, globals_=shell.user_ns, allow_empty=True)
     except CutileLabError as e:
         source.register()
         diag = error_to_diagnostic(e)
@@ -333,6 +334,9 @@ def run_tilekernel(shell, args, cell: str, *, filenames: set | None = None) -> l
                     for t in n.targets if isinstance(t, ast.Name)]
         for name, k in cutile_kernels_in(shell.user_ns, assigned, source).items():
             kernels.setdefault(name, k)        # `add = ct.kernel(add_impl)` in the cell
+        if not kernels:
+            from cutile_lab.kernel import no_kernel_error
+            problem = error_to_diagnostic(no_kernel_error(filename))
     if problem is not None:
         publish(compile_report_bundle(None, None, [problem], source, arch=args.arch, show=show,
                                       cell_id=cell_id, status="error",

@@ -40,8 +40,9 @@ Numerics (what the simulator does where the GPU has a choice):
 * Rounding modes other than round-to-nearest-even and ``flush_to_zero`` are accepted and
   ignored; transcendental functions are NumPy's (correctly rounded or nearly), not the GPU's
   approximations.
-* Tiles run one after another in row-major order of the grid. A kernel that waits on another
-  tile (a spin lock) cannot make progress here.
+* Tiles run one after another in row-major order of the grid; in a kernel that uses atomics,
+  a tile whose atomic changed nothing (a lock another tile holds, a flag not set yet) pauses
+  and the other tiles run, so spin locks and flags between tiles make progress (see below).
 
 Diagnostics (``SimResult.diagnostics``):
 
