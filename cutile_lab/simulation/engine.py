@@ -769,8 +769,9 @@ def _rebind_value(v, ns, memo: dict, depth: int = 0):
 
 def _rebind_function(f, ns, memo: dict):
     base = inspect.unwrap(f)
-    if not isinstance(base, types.FunctionType) or base.__module__ in ("builtins",) or \
-            base.__module__.startswith(("cutile_lab.", "numpy", "cuda.")):
+    module = getattr(base, "__module__", None) or ""
+    if not isinstance(base, types.FunctionType) or module == "builtins" or \
+            module.startswith(("cutile_lab.", "numpy", "cuda.")):
         return f
     g = base.__globals__
     device_only = getattr(f, "_cutile_function_wrapper", False)     # @ct.function
