@@ -182,16 +182,24 @@ def load_kernels(path: str) -> dict[str, Kernel]:
         raise LanguageError(f"cannot read {path}: {e.strerror}") from None
     source = KernelSource(text, path)
     defs = {d.name: d for d in parse_kernels(source, all_functions=True)}   # syntax errors
-    module = run_module(text, path)
+    # a file of tile-language kernels may leave the language's names to the lab, as a
+    # %%tilekernel cell does
+    preload = any(d.kind == "tile" for d in defs.values())
+    module = run_module(text, path, language_names=preload)
     return kernels_of_module(module.__dict__, source, defs)
 
 
-def run_module(text: str, path: str) -> types.ModuleType:
-    """Run a file's top level in a fresh module, as ``import`` does; errors located."""
+def run_module(text: str, path: str, *, language_names: bool = False) -> types.ModuleType:
+    """Run a file's top level in a fresh module, as ``import`` does; errors located.
+    ``language_names``: the tile language's names (``Mut``, ``Tensor``, ``f32``...) are
+    there before the file runs."""
     name = "_cutile_lab_loaded_" + "".join(c if c.isalnum() else "_" for c in
                                             os.path.splitext(os.path.basename(path))[0])
     module = types.ModuleType(name)
     module.__file__ = os.path.abspath(path)
+    if language_names:
+        from cutile_lab import lang
+        module.__dict__.update({n: getattr(lang, n) for n in lang.__all__})
     folder = os.path.dirname(os.path.abspath(path))
     code = compile(text, path, "exec")
     added = folder not in sys.path
