@@ -31,7 +31,7 @@ class Family:
     outputs: list             # positions in args of the outputs
     ref: Callable             # args (inputs as made) -> expected outputs, in order
     tol: float = 1e-5
-    gpu_exact_rows: Callable | None = None   # outputs the GPU may order differently: mask
+    gpu_tol: float | None = None  # GPU vs simulator, where the GPU's functions approximate
 
 
 def _f32(rng, *shape, scale=1.0):
@@ -158,7 +158,7 @@ def _forms_ref(x, out, counts):
 FAMILIES = [
     Family("math_ops", lambda r: [_f32(r, 100), _away_from_zero(r, 100),
                                   np.zeros((8, 100), np.float32)], (4,), {"T": 32}, [2],
-           _math_ref, tol=2e-5),
+           _math_ref, tol=2e-5, gpu_tol=1e-3),
     Family("int_bits", lambda r: [r.integers(-100, 100, 64).astype(np.int32),
                                   r.integers(-100, 100, 64).astype(np.int32),
                                   np.zeros((4, 64), np.int32)], (2,), {"T": 32}, [2], _int_ref,
@@ -239,7 +239,7 @@ def test_gpu_matches_the_simulator_element_for_element(fam):
             np.testing.assert_array_equal(g[:6], s[:6])
             assert set(g[6, :3]) <= {100, 101, 102} and set(g[7, :3]) <= {1, 2, 3}
             continue
-        tol = fam.tol if fam.tol else 0
-        # transcendental functions: the GPU's approximations are within a few ulps
+        tol = fam.gpu_tol or fam.tol
+        # float sums in another order: a few ulps; exact families (tol 0) stay bit for bit
         _compare(g, s, max(tol, 2e-6) if g.dtype.kind == "f" and tol else tol,
                  f"{fam.kernel}: output {fam.outputs[k]} (GPU vs simulator)")
