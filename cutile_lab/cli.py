@@ -204,13 +204,30 @@ def kernel_arguments(kernel, spec: dict, arg_texts: list[str]) -> tuple[dict, di
         missing = [p.name for p in kdef.params if p.name not in consts and p.name not in layouts
                    and not (p.role == "const" and _has_default(kdef, p.name))]
         if missing:
-            examples = " ".join(f"--arg {n}=" + ("128" if params[n].role == "const" else "f32[?]")
+            types_ = [n for n in missing if params[n].role != "const"]
+            values = [n for n in missing if params[n].role == "const"]
+            wanted = " and ".join(
+                part for part in (
+                    ("the type of " + ", ".join(f"`{n}`" for n in types_)) if types_ else "",
+                    ("the value of " + ", ".join(f"`{n}`" for n in values)) if values else "")
+                if part)
+            examples = " ".join(f"--arg {n}=" + (_example_value(kernel, params[n])
+                                                 if params[n].role == "const" else "f32[?]")
                                 for n in missing)
             raise CompileError(
-                f"`{kdef.name}` is a plain cuTile kernel: give the type of "
-                + ", ".join(f"`{n}`" for n in missing), span=kdef.span,
+                f"`{kdef.name}` is a plain cuTile kernel: give {wanted}", span=kdef.span,
                 help=f"e.g. {examples} (arrays: DTYPE[dims], scalars: DTYPE, constants: value)")
     return consts, layouts
+
+
+def _example_value(kernel, param) -> str:
+    """An example value for a constant, of the type its annotation names."""
+    import typing
+    from cutile_lab.language.constants import evaluate_annotation
+    value = evaluate_annotation(param.annotation, kernel.globals) \
+        if param.annotation is not None else None
+    inner = typing.get_args(value)[0] if typing.get_origin(value) is typing.Annotated else None
+    return {float: "1e-6", bool: "true"}.get(inner, "128")
 
 
 def _has_default(kdef, name: str) -> bool:

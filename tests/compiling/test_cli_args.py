@@ -74,7 +74,8 @@ def test_check_and_compile_a_plain_kernel_from_the_cli(run, tmp_path):
 
 
 @pytest.mark.parametrize("args,says", [
-    ([], "give the type of `x`, `out`, `n`, `eps`, `SQUARE`, `TILE`"),
+    ([], "give the type of `x`, `out`, `n` and the value of `eps`, `SQUARE`, `TILE`"),
+    ([], "--arg eps=1e-6 --arg SQUARE=true --arg TILE=128"),
     (["--arg", "x=f16[?,?]", "--arg", "out=f16[?,?]", "--arg", "n=f32", "--arg", "eps=f32"],
      "`eps` is a compile-time constant"),
     (["--arg", "x=1.5"], "`x` is a runtime parameter, not a constant"),
