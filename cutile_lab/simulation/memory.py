@@ -788,28 +788,20 @@ class MemoryOps:
         if self.launch.record and m.any():
             self._record_write(arr, sel, None, int(m.sum()))
 
-    def _synchronize(self, arr: SimArray, sel, op, memory_order, before: bool, wrote=None):
+    def _synchronize(self, arr: SimArray, sel, memory_order, before: bool, wrote=None):
         """Happens-before through this atomic (acquire before it, release after it)."""
         order = _enum_name(memory_order) if memory_order is not None else "ACQ_REL"
-        acquire = order in ("ACQ_REL", "ACQUIRE")
-        release = order in ("ACQ_REL", "RELEASE")
-        if before:
-            if not acquire:
-                return
-        elif not release:
+        wanted = ("ACQ_REL", "ACQUIRE") if before else ("ACQ_REL", "RELEASE")
+        if order not in wanted:
             return
-        base = arr.data.__array_interface__["data"][0]
-        steps = arr.data.strides
         lanes = sel if wrote is None else tuple(s_[wrote] for s_ in sel)
-        if not len(lanes) or not np.size(lanes[0]):
+        if not lanes or not np.size(lanes[0]):
             return
-        addr = base + sum(np.asarray(ix, dtype=np.int64) * st for ix, st in zip(lanes, steps)) \
-            if lanes else np.asarray([base])
+        # a location is an element's address: the same element through two arguments is one
+        addr = arr.data.__array_interface__["data"][0] + sum(
+            np.asarray(ix, dtype=np.int64) * st for ix, st in zip(lanes, arr.data.strides))
         locations = set(np.unique(np.asarray(addr)).tolist())
-        if before:
-            self.launch.synchronize(locations, acquire=True, release=False)
-        else:
-            self.launch.synchronize(locations, acquire=False, release=True)
+        self.launch.synchronize(locations, acquire=before, release=not before)
 
     def _atomic(self, op: str, array, indices, update, check_bounds, expected=None,
                 mask=None, what=None, memory_order=None) -> Tile:
@@ -831,7 +823,7 @@ class MemoryOps:
         data = arr.data
         u = upd[m]
         n = u.shape[0]
-        self._synchronize(arr, sel, op, memory_order, before=True)
+        self._synchronize(arr, sel, memory_order, before=True)
         dups = n > 1 and np.unique(np.ravel_multi_index(sel, arr.shape)).size != n
         if op == "cas":
             exp_full = self._values_for(expected, shape, arr, what, "expected value")
@@ -871,9 +863,11 @@ class MemoryOps:
                                        int(wrote.sum()), atomic=True)
             else:
                 self._record_write(arr, sel, None, n, atomic=True)
-        self._synchronize(arr, sel, op, memory_order, before=False, wrote=wrote)
-        changed = bool(n) and not np.array_equal(prev[wrote], data[sel][wrote]) \
-            if not dups else bool(wrote.any())
+        self._synchronize(arr, sel, memory_order, before=False, wrote=wrote)
+        if dups:
+            changed = bool(wrote.any())
+        else:
+            changed = bool(n) and not np.array_equal(prev[wrote], data[sel][wrote])
         if changed:
             self.launch.progress += 1
         elif n:
