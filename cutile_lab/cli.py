@@ -26,6 +26,10 @@ def cmd_info(args) -> int:
         print(f"tileirdisasm    {tc.tileirdisasm or 'not found'}")
         sass = tc.nvdisasm or tc.cuobjdump
         print(f"SASS            {sass or 'no disassembler (nvdisasm/cuobjdump) found'}")
+    from cutile_lab.compiling.nvrtc import nvrtc_version
+    nvrtc = nvrtc_version()
+    print("NVRTC           " + (nvrtc or "not found: CUDA C++ kernels cannot compile "
+                                          "(pip install nvidia-cuda-nvrtc)"))
     print(f"GPU             {_gpu_line()}")
     info = default_cache().info()
     print(f"cache           {info.get('path')} ({info.get('entries', 0)} entries, "

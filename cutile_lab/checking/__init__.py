@@ -2,7 +2,8 @@
 
 Owns the kernel-level rules (run over the syntax tree when a kernel is defined: ``kernel_rules``
 for tile-language kernels, ``cutile_rules`` for plain cuTile Python kernels), the launch-level
-rules (run on the host over argument descriptions before a launch: ``launch_rules``), the
+rules (run on the host over argument descriptions before a launch: ``launch_rules``; for a CUDA
+C++ kernel, against the ownership its signature declares: ``cuda_launch``), the
 registry of codes (``codes``) and the rendering of diagnostics as text, HTML and JSON
 (``render``). It must not compile, launch or touch a device.
 

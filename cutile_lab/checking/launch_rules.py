@@ -431,7 +431,17 @@ def check_launch(kdef: KernelDef, args: Sequence[ArgDesc], call_site: Span | Non
     for p in plan.consts:
         if p.name not in bound and p.default is None:
             problems.append(("unbound", p))
-    # aliasing: some byte an output writes is also reachable through another array argument
+    problems.extend(alias_problems(arrays))
+    problems.extend(borrow_problems(arrays, borrows, call_site))
+    if not problems:
+        return []
+    return _Reporter(kdef, call_site, source_lookup, by_name, bound).report(problems)
+
+
+def alias_problems(arrays: Sequence[ArgDesc]) -> list[tuple]:
+    """("alias", a, b) for each pair of array arguments where some byte an output writes is
+    also reachable through the other."""
+    problems = []
     n = len(arrays)
     if n > 1:
         ext = [a.extent() for a in arrays]
@@ -451,6 +461,14 @@ def check_launch(kdef: KernelDef, args: Sequence[ArgDesc], call_site: Span | Non
                     same = views_overlap(a, b)
                 if same:
                     problems.append(("alias", a, b))
+    return problems
+
+
+def borrow_problems(arrays: Sequence[ArgDesc], borrows: BorrowState | None,
+                    call_site: Span | None) -> list[tuple]:
+    """("borrow", a, diagnostic) for each array argument the borrow state refuses (moved, or
+    in-flight work conflicting with it)."""
+    problems = []
     if borrows is not None and (borrows._moved or borrows._borrows):
         for a in arrays:
             if a.tensor_id is None:
@@ -459,9 +477,7 @@ def check_launch(kdef: KernelDef, args: Sequence[ArgDesc], call_site: Span | Non
                                   call_site, a.name, allow_moved=a.partition_tile is not None)
             if d is not None:
                 problems.append(("borrow", a, d))
-    if not problems:
-        return []
-    return _Reporter(kdef, call_site, source_lookup, by_name, bound).report(problems)
+    return problems
 
 
 # --- turning problems into diagnostics ------------------------------------------------------------
@@ -545,8 +561,9 @@ class _Reporter:
         return hit[0] if hit is not None and len(self.arg_spans()) > 1 else self.call_site
 
     def diag(self, code, message, labels=(), help=None, notes=()) -> Diagnostic:
-        return Diagnostic(code, CODES[code].severity, message, self.primary, tuple(labels),
-                          help, tuple(notes))
+        # the same tensor passed twice gets one "comes from here", not two
+        return Diagnostic(code, CODES[code].severity, message, self.primary,
+                          tuple(dict.fromkeys(labels)), help, tuple(notes))
 
     def report(self, problems) -> list[Diagnostic]:
         from cutile_lab.checking import sort_diagnostics

@@ -1,7 +1,8 @@
 """The tile language: the types a kernel signature is written in and the parser of kernel source.
 
 Owns: dtypes, ``Tensor`` / ``Mut`` / ``Const`` annotations, the surface names a kernel body may use,
-and turning source text into ``KernelDef`` values (``frontend``). It knows nothing of cuTile,
+and turning source text into ``KernelDef`` values (``frontend``); the ownership a CUDA C++
+kernel's signature declares (``cuda_signature``). It knows nothing of cuTile,
 compilers or devices: lowering lives in ``cutile_lab.compiling``, checking in
 ``cutile_lab.checking``.
 """

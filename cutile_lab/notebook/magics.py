@@ -603,6 +603,8 @@ def load_ipython_extension(ipython) -> None:
     """``%load_ext cutile_lab``: register the magics, inject the language's names and ``cl``."""
     global _prewarm_thread
     ipython.register_magics(TileMagics)
+    from cutile_lab.notebook.cuda_magic import CudaMagics
+    ipython.register_magics(CudaMagics)
     _inject_names(ipython)
     if _prewarm_thread is None and os.environ.get("CUTILE_LAB_NO_PREWARM", "") in ("", "0"):
         import threading

@@ -8,7 +8,8 @@ Owns: ``compile_report_bundle`` (one kernel's check/compile result), ``benchmark
   times in seconds). Keys beyond the contract's: ``status`` ("compiled", "checked" or
   "error"), ``consts``, ``const_generics``, ``notes`` (short lines), ``summary`` (one line),
   ``lowered`` (the lowered cuTile Python, or null), ``sass_hint`` (why SASS is null, when it
-  could be had), ``remarks[].name``, ``diagnostics[].notes``; a benchmark report also has
+  could be had), ``remarks[].name``, ``diagnostics[].notes``, ``ptx`` (a CUDA C++ kernel's
+  PTX; its ``tileir`` is null); a benchmark report also has
   ``device`` and ``notes``. ``source.first_line`` is the line of the cell (or file) on which
   ``source.text`` begins: 2 in a ``%%tilekernel`` cell, whose first line is the magic;
 * ``text/html`` -- a self-contained fallback for the classic notebook, VS Code and nbconvert:
@@ -31,7 +32,7 @@ from cutile_lab.notebook import diagnostics as _diag
 
 REPORT_MIME = "application/vnd.cutile-lab.report+json"
 VERSION = 1
-SECTIONS = ("diagnostics", "tileir", "resources", "sass", "remarks", "timings", "lowered")
+SECTIONS = ("diagnostics", "tileir", "resources", "sass", "remarks", "timings", "lowered", "ptx")
 RESOURCE_KEYS = ("registers", "shared_bytes", "local_bytes", "max_threads_per_block",
                  "spill_stores", "spill_loads")
 _EXTRA_RESOURCE_KEYS = ("reserved_shared_bytes", "stack_bytes", "max_registers", "code_bytes",
@@ -126,7 +127,10 @@ def compile_report_json(compiled, kernel=None, diagnostics: Sequence[Diagnostic]
         "benchmark": None,
     }
     if compiled is not None:
-        if "tileir" in shown:
+        # a CUDA C++ kernel (compiling.nvrtc) has PTX where a tile kernel has Tile IR
+        if "ptx" in shown and getattr(compiled, "ptx", None):
+            report["ptx"] = compiled.ptx
+        if "tileir" in shown and compiled.tileir is not None:
             report["tileir"] = {"text": compiled.tileir,
                                 "line_map": [[int(ir), int(src) - offset]
                                              for ir, src in compiled.tileir_line_map]}
@@ -325,6 +329,9 @@ def compile_report_html(report: Mapping, diagnostics: Sequence[Diagnostic],
     elif report.get("sass_hint"):
         parts.append(_details("SASS", f'<span style="color:#6a737d">'
                                       f'{_esc(report["sass_hint"])}</span>'))
+    if report.get("ptx"):
+        n = len(report["ptx"].splitlines())
+        parts.append(_details(f"PTX ({n} lines)", f"<pre {pre}>{_esc(report['ptx'])}</pre>"))
     if report.get("lowered"):
         parts.append(_details("Lowered cuTile Python",
                               f"<pre {pre}>{_esc(report['lowered'].rstrip())}</pre>"))

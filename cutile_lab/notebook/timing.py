@@ -255,6 +255,13 @@ def work_of(op, flops: float | None = None, bytes_: float | None = None):
         except Exception as e:     # a counting gap must never stop a measurement
             notes.append(f"could not derive flops/bytes from the kernel ({e}); "
                          "pass --flops and --bytes")
+    traffic = getattr(op, "traffic", None) if info is None else None
+    if count is None and traffic is not None:
+        # a CUDA C++ launch (runtime.foreign): bytes from its signature, flops not derived
+        read, written, dtype = traffic()
+        count = WorkCount(0.0, read, written, read + written, 1, dtype, exact=False,
+                          reasons=["CUDA C++: bytes from the signature (each tensor read or "
+                                   "written once), flops not derived (pass --flops)"])
     if count is None:
         count = WorkCount(0.0, 0.0, 0.0, 0.0, 1, "f32", exact=False)
         if flops is None or bytes_ is None:
@@ -357,7 +364,8 @@ def _tile_time(opts, make):
     launch = _launch_in(first)
     info = launch_info(launch) if launch is not None else None
     backend = _op_backend(first)
-    name, kname, params = _label(info, opts.name)
+    name, kname, params = _label(info, opts.name or (getattr(launch, "label", None)
+                                                     if info is None else None))
     if _is_graph(first) and not opts.name:
         name = f"{name} (graph)" if info is not None else first.label
     if not found or backend == "sim":

@@ -28,6 +28,8 @@ def compile_config(text: str, filename: str, line_offset: int, kernel_name: str,
 
     Returns plain data: ok, error, registers, shared_bytes, local_bytes, compile_s, cache.
     """
+    from cutile_lab.runtime.backend import silence_announcement
+    silence_announcement()
     t0 = time.perf_counter()
     out: dict[str, Any] = {"ok": False, "error": None, "registers": None, "shared_bytes": None,
                            "local_bytes": None, "compile_s": None, "cache": None}
@@ -167,30 +169,23 @@ def _compile_all(kernel, configs: list[dict], arch: str, executor, progress: boo
         executor = _default_executor(len(keys))
     bar = Progress(len(keys), f"compiling {kernel.name}", progress)
     results: dict[tuple, dict] = {}
-    main = sys.modules.get("__main__")
-    patched = main is not None and not hasattr(main, "__spec__")
-    if patched:
-        # IPython's __main__ (the notebook's namespace) has no __spec__, which spawned
-        # workers read; None tells them there is no main module to re-import
-        main.__spec__ = None
-    try:
-        futures = {executor.submit(compile_config, consts=dict(k), **common): k for k in keys}
-        for fut in as_completed(futures):
-            k = futures[fut]
-            try:
-                results[k] = fut.result()
-            except Exception as e:     # a worker died (out of memory, killed...)
-                results[k] = {"ok": False, "error": f"worker failed: {e}", "compile_s": None}
-            bar.update()
-    finally:
-        bar.close()
-        if own:
-            executor.shutdown(wait=True)
-        if patched:
-            try:
-                del main.__spec__
-            except AttributeError:
-                pass
+    from cutile_lab.notebook.fanout import spawnable_main
+    with spawnable_main():
+        try:
+            futures = {executor.submit(compile_config, consts=dict(k), **common): k
+                       for k in keys}
+            for fut in as_completed(futures):
+                k = futures[fut]
+                try:
+                    results[k] = fut.result()
+                except Exception as e:     # a worker died (out of memory, killed...)
+                    results[k] = {"ok": False, "error": f"worker failed: {e}",
+                                  "compile_s": None}
+                bar.update()
+        finally:
+            bar.close()
+            if own:
+                executor.shutdown(wait=True)
     return results
 
 
@@ -229,6 +224,8 @@ def run_config(kernel, make_args: Callable, config: dict, *, gpu: bool, repeats:
                         list(t.samples), device=device, params=dict(config))
         if record:
             MEASUREMENTS.add(m)
+        else:
+            row["_measurement"] = m          # recorded by the caller (a sweep's host)
         r = timing.measurement_row(m, peaks)
         row.update(median_us=r["median_us"], gbps=r["gbps"], tflops=r["tflops"],
                    pct_of_roof=r["pct_of_roof"])
@@ -257,57 +254,79 @@ def _call_check(check: Callable, args, result) -> bool:
 
 
 def sweep(kernel, make_args: Callable | None = None, executor=None, progress: bool = True, *,
-          arch: str | None = None, repeats: int = 20, warmup: int = 3, use_cache: bool = True,
-          record: bool = True, check: Callable | None = None, **choices):
+          gpus=None, baseline: Callable | None = None, arch: str | None = None,
+          repeats: int = 20, warmup: int = 3, use_cache: bool = True, record: bool = True,
+          check: Callable | None = None, **choices):
     """Compile and time ``kernel`` over the cartesian product of ``choices``.
 
     ``choices`` map names to candidate values: const generics (``B=[64, 128, 256]``) and any
     other keyword ``make_args`` takes (problem sizes). ``make_args(**config)`` returns the
     launch's arguments (a tuple, a dict of keywords, or a ready launch op). Distinct const
-    bindings compile in parallel on ``executor`` (default: a local process pool; a Dask
-    client's ``get_executor()`` works too); then, on a GPU, each configuration is timed
-    (CUDA events, median of ``repeats``) and recorded for ``%tile_roofline``; without a GPU
-    each runs once on the simulator, and ``check(result[, args])`` says whether its output is
-    right. Returns a DataFrame: the choices, registers, shared_bytes, compile_s, median_us,
-    gbps, tflops, pct_of_roof, ok (and error, checked).
+    bindings compile in parallel on ``executor`` (default: a local process pool; any
+    ``concurrent.futures`` executor; or a ``dask.distributed`` ``Client``); then, on a GPU, each
+    configuration is timed (CUDA events, median of ``repeats``) and recorded for
+    ``%tile_roofline``; without a GPU each runs once on the simulator, and
+    ``check(result[, args])`` says whether its output is right.
+
+    Where configurations run: in this process by default; on every GPU of this host with
+    ``gpus="all"`` (or a count, a list of indices, or a ``GPUPool``), one configuration per GPU
+    at a time; on the workers of a Dask cluster when ``executor`` is a ``Client`` (each worker
+    on its own GPU, or on the simulator where it has none). ``make_args``, ``check`` and
+    ``baseline`` then run on the worker (closures travel with cloudpickle). ``baseline(**config)``
+    returns a function that enqueues the same work another way (``lambda: torch.add(x, y)``);
+    it is timed on the same GPU as the configuration (``baseline_us``, ``speedup``).
+
+    Returns a DataFrame: the choices, registers, shared_bytes, compile_s, median_us, gbps,
+    tflops, pct_of_roof, ok (and error, checked, gpu, device, sim_ms, baseline_us, speedup as
+    they apply). A configuration's fault (a compile error, a crash, a worker that died twice,
+    a lost GPU context) is its row's ``error``; the sweep goes on.
     """
     import pandas as pd
-    from cutile_lab.notebook import timing
+    from cutile_lab.notebook import fanout, timing
     from cutile_lab.notebook.magics import default_arch
-    from cutile_lab.performance import lookup_device
+    from cutile_lab.performance import MEASUREMENTS, lookup_device
     if not choices:
         raise ValueError("give the choices to sweep, e.g. sweep(add, make_args, B=[64, 128])")
     configs = configurations(choices)
     arch = arch or default_arch()
-    compiled = _compile_all(kernel, configs, arch, executor, progress, use_cache)
-    generics = set(kernel.const_generics)
-    found, _ = timing.gpu_status()
-    device = timing.device_name() or "" if found else ""
-    peaks = lookup_device(device) if device else None
-    rows = []
-    bar = Progress(len(configs), f"{'timing' if found else 'running'} {kernel.name}",
-                   progress and make_args is not None)
-    for config in configs:
-        key = tuple(sorted((k, v) for k, v in config.items() if k in generics))
-        c = compiled[key]
-        row: dict[str, Any] = dict(config)
-        row.update(registers=c.get("registers"), shared_bytes=c.get("shared_bytes"),
-                   compile_s=c.get("compile_s"), median_us=None, gbps=None, tflops=None,
-                   pct_of_roof=None, ok=bool(c.get("ok")), error=c.get("error"))
-        if row["ok"] and make_args is not None:
-            try:
-                row.update(run_config(kernel, make_args, config, gpu=found, repeats=repeats,
-                                      warmup=warmup, record=record, check=check, peaks=peaks,
-                                      device=device))
-                if row.get("checked") is False:
-                    row["ok"] = False
-                    row["error"] = "wrong result"
-            except Exception as e:
-                row["ok"] = False
-                row["error"] = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
-        rows.append(row)
-        bar.update()
-    bar.close()
+    runner = fanout.runner_for(executor, gpus) if make_args is not None else None
+    own_runner = runner is not None and runner is not gpus and runner is not executor
+    try:
+        compiled = _compile_all(kernel, configs, arch, fanout.compile_executor(executor),
+                                progress, use_cache)
+        generics = set(kernel.const_generics)
+        rows = []
+        for config in configs:
+            key = tuple(sorted((k, v) for k, v in config.items() if k in generics))
+            c = compiled[key]
+            row: dict[str, Any] = dict(config)
+            row.update(registers=c.get("registers"), shared_bytes=c.get("shared_bytes"),
+                       compile_s=c.get("compile_s"), median_us=None, gbps=None, tflops=None,
+                       pct_of_roof=None, ok=bool(c.get("ok")), error=c.get("error"))
+            rows.append(row)
+        todo = [i for i, r in enumerate(rows) if r["ok"] and make_args is not None]
+        if runner is None:
+            _run_here(kernel, make_args, configs, rows, todo, progress, repeats, warmup,
+                      record, check, baseline)
+        else:
+            bar = Progress(len(todo), f"running {kernel.name} on {_runner_name(runner)}",
+                           progress)
+            spec = fanout.KernelSpec.of(kernel, _simple_globals(kernel))
+            payload = fanout.pack(make_args, check, baseline)
+
+            def done(j: int, result: dict) -> None:
+                m = result.pop("_measurement", None)
+                if record and m is not None:
+                    MEASUREMENTS.add(m)
+                _finish_row(rows[todo[j]], result)
+                bar.update()
+            with fanout.spawnable_main():
+                fanout.run_all(runner, spec, [configs[i] for i in todo], payload, repeats,
+                               warmup, done)
+            bar.close()
+    finally:
+        if own_runner:
+            runner.shutdown()
     columns = list(choices) + ["registers", "shared_bytes", "compile_s", "median_us", "gbps",
                                "tflops", "pct_of_roof", "ok"]
     df = pd.DataFrame(rows)
@@ -316,6 +335,56 @@ def sweep(kernel, make_args: Callable | None = None, executor=None, progress: bo
     if "error" in df and df["error"].isna().all():
         df = df.drop(columns=["error"])
     return df
+
+
+def _runner_name(runner) -> str:
+    from cutile_lab.notebook import fanout
+    if isinstance(runner, fanout.GPUPool):
+        return f"{len(runner.gpus)} GPU(s)"
+    return f"{len(runner.scheduler_info().get('workers', {}))} Dask worker(s)"
+
+
+def _finish_row(row: dict, result: dict) -> None:
+    """Fold one configuration's run columns into its row."""
+    row.update(result)
+    if row.get("error"):
+        row["ok"] = False
+    elif row.get("checked") is False:
+        row["ok"] = False
+        row["error"] = "wrong result"
+    if row.get("baseline_us") and row.get("median_us"):
+        row["speedup"] = row["baseline_us"] / row["median_us"]
+
+
+def _run_here(kernel, make_args, configs, rows, todo, progress, repeats, warmup, record,
+              check, baseline) -> None:
+    """Run the configurations in this process, one after the other."""
+    from cutile_lab.notebook import fanout, timing
+    from cutile_lab.performance import MEASUREMENTS, lookup_device
+    found, _ = timing.gpu_status()
+    device = timing.device_name() or "" if found else ""
+    peaks = lookup_device(device) if device else None
+    place = fanout.where() if todo else {}
+    place.pop("worker", None)
+    bar = Progress(len(todo), f"{'timing' if found else 'running'} {kernel.name}", progress)
+    for i in todo:
+        result: dict[str, Any] = {}
+        try:
+            result.update(run_config(kernel, make_args, configs[i], gpu=found,
+                                     repeats=repeats, warmup=warmup, record=False,
+                                     check=check, peaks=peaks, device=device))
+            if baseline is not None and found:
+                result["baseline_us"] = fanout.time_baseline(baseline, configs[i], repeats,
+                                                             warmup) * 1e6
+        except Exception as e:
+            result["error"] = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
+        m = result.pop("_measurement", None)
+        if record and m is not None:
+            MEASUREMENTS.add(m)
+        result.update(place)
+        _finish_row(rows[i], result)
+        bar.update()
+    bar.close()
 
 
 # --- explore ------------------------------------------------------------------------------------

@@ -81,6 +81,13 @@ def _announce() -> None:
           "(same API; set CUTILE_LAB_BACKEND=sim to choose it explicitly)", file=sys.stderr)
 
 
+def silence_announcement() -> None:
+    """In a worker process (a sweep's compile or run worker) say nothing about the backend:
+    the user's own process has already said where kernels run."""
+    global _announced
+    _announced = True
+
+
 def is_sim() -> bool:
     return backend() == "sim"
 

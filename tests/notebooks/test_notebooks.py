@@ -49,7 +49,8 @@ def test_there_are_notebooks():
     assert names[0] == "01-hello-tile.ipynb"
     assert "07-puzzles.ipynb" in names and "07-puzzles-solutions.ipynb" in names
     assert "08-existing-cutile-kernels.ipynb" in names
-    assert len(names) == 9
+    assert "09-cuda-cpp.ipynb" in names
+    assert "10-sweeps-at-scale.ipynb" in names
 
 
 # --- nbval ---------------------------------------------------------------------------------------
@@ -84,7 +85,8 @@ def _build_module():
 def test_notebooks_are_what_the_builder_writes():
     nbformat = pytest.importorskip("nbformat")
     build = _build_module()
-    assert set(build.NOTEBOOKS) == {p.name for p in NOTEBOOKS}
+    # notebooks from 10 on are edited as notebooks, not generated
+    assert set(build.NOTEBOOKS) == {p.name for p in NOTEBOOKS if p.name < "10"}
     for name, cells in build.NOTEBOOKS.items():
         want = build.make_notebook(name, cells())
         have = nbformat.read(NB / name, as_version=4)

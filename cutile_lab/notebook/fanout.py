@@ -1,0 +1,380 @@
+"""Spreading a sweep's configurations over workers: every GPU of this host, or a Dask cluster.
+
+Owns: the worker-side run of one configuration (``run_configuration``: the kernel rebuilt from
+its source text, the launch's arguments made by the user's ``make_args`` *on the worker*, the
+configuration timed on that worker's GPU — or run on the simulator where it has none — and the
+optional baseline timed on the very same GPU), the two kinds of runner that carry those runs
+(``GPUPool``: one spawned process per local GPU, pinned with ``CUDA_VISIBLE_DEVICES``; a
+``distributed.Client``: each worker runs what the scheduler gives it), and the fault rules:
+
+- a worker process that dies is replaced and its configuration tried once more (Dask does this
+  itself; ``GPUPool`` does it here); a second death is that row's error;
+- a configuration that leaves its GPU context unusable (an illegal address, say) is that row's
+  error, and its worker is restarted so that the next configuration gets a clean context;
+- any other exception stays in its row.
+
+Why a pool of our own beside Dask: a multi-GPU host should not need a cluster to time on every
+GPU, and ``concurrent.futures.ProcessPoolExecutor`` alone cannot pin a worker to a GPU or survive
+the death of one worker (a dead worker breaks the whole pool). Callables (``make_args``,
+``check``, ``baseline``) travel with ``cloudpickle``, so lambdas and closures defined in a
+notebook work, as they do with Dask.
+
+Nothing here imports the runtime at module level: a worker decides for itself whether it has a
+GPU.
+"""
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import socket
+import sys
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+POOL_GPU_ENV = "CUTILE_LAB_POOL_GPU"
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """What a worker needs to rebuild a kernel: its source text, never the live object."""
+    text: str
+    filename: str
+    line_offset: int
+    name: str
+    globals_: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, kernel, globals_: dict) -> "KernelSpec":
+        src = kernel.source
+        return cls(src.text, src.filename, src.line_offset, kernel.name, dict(globals_))
+
+
+_KERNELS: dict[tuple, Any] = {}
+
+
+def _kernel(spec: KernelSpec):
+    key = (spec.text, spec.filename, spec.line_offset, spec.name,
+           tuple(sorted(spec.globals_.items())))
+    k = _KERNELS.get(key)
+    if k is None:
+        from cutile_lab.kernel import kernels_from_source
+        k = kernels_from_source(spec.text, spec.filename, globals_=spec.globals_,
+                                line_offset=spec.line_offset)[spec.name]
+        _KERNELS[key] = k
+    return k
+
+
+def pack(make_args: Callable | None, check: Callable | None, baseline: Callable | None) -> bytes:
+    """The user's callables, as bytes a worker can load (cloudpickle: closures travel)."""
+    import cloudpickle
+    return cloudpickle.dumps((make_args, check, baseline))
+
+
+def where() -> dict:
+    """This worker's place: ``gpu`` (the host's index of its GPU, or None on the simulator),
+    ``device`` (the GPU's name, or ``simulator``) and ``worker`` (host:pid)."""
+    from cutile_lab.notebook import timing
+    found, _ = timing.gpu_status()
+    gpu = None
+    if found:
+        pinned = os.environ.get(POOL_GPU_ENV) or \
+            (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0]
+        try:
+            gpu = int(pinned)
+        except ValueError:        # a UUID in CUDA_VISIBLE_DEVICES
+            gpu = pinned
+    return {"gpu": gpu, "device": (timing.device_name() or "GPU") if found else "simulator",
+            "worker": f"{socket.gethostname()}:{os.getpid()}"}
+
+
+def _where_quietly() -> dict:
+    from cutile_lab.runtime.backend import silence_announcement
+    silence_announcement()
+    return where()
+
+
+def _context_lost() -> bool:
+    """Whether this process's GPU context is unusable (a sticky error such as an illegal
+    address): a synchronize then fails too."""
+    try:
+        from cutile_lab.runtime.device import gpu
+        gpu().device.sync()  # a sticky error surfaces here
+        return False
+    except Exception:
+        return True
+
+
+def time_baseline(baseline: Callable, config: dict, repeats: int, warmup: int) -> float:
+    """Median seconds of ``baseline(**config)()`` on this worker's GPU: PyTorch work timed
+    with its own events on its current stream, or a lab op with the lab's timer."""
+    from cutile_lab.notebook import timing
+    fn = baseline(**config)
+    probe = fn()
+    if timing._is_op(probe):
+        t = timing.time_launch(fn, warmup=warmup, repeats=repeats, label="baseline")
+        return t.median
+    import statistics
+    import torch
+    for _ in range(max(warmup, 1)):
+        fn()
+    torch.cuda.synchronize()
+    pairs = []
+    for _ in range(repeats):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        pairs.append((a, b))
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) for a, b in pairs) / 1e3
+
+
+def run_configuration(spec: KernelSpec, config: dict, payload: bytes, repeats: int,
+                      warmup: int) -> dict:
+    """Run (and on a GPU, time) one configuration on this worker; returns its row's run
+    columns, the worker's place, and ``_measurement`` for the host to record. Never raises for
+    the configuration's own faults: they are the row's ``error``."""
+    import cloudpickle
+    from cutile_lab.notebook.tuning import run_config
+    from cutile_lab.runtime.backend import silence_announcement
+    silence_announcement()
+    make_args, check, baseline = cloudpickle.loads(payload)
+    place = where()
+    on_gpu = place["gpu"] is not None
+    row: dict[str, Any] = {}
+    try:
+        from cutile_lab.performance import lookup_device
+        peaks = lookup_device(place["device"]) if on_gpu else None
+        row.update(run_config(_kernel(spec), make_args, config, gpu=on_gpu, repeats=repeats,
+                              warmup=warmup, record=False, check=check, peaks=peaks,
+                              device=place["device"] if on_gpu else ""))
+        if baseline is not None and on_gpu:
+            row["baseline_us"] = time_baseline(baseline, config, repeats, warmup) * 1e6
+    except Exception as e:
+        row["error"] = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
+        if on_gpu and _context_lost():
+            row["context_lost"] = True
+            row["error"] += " (the GPU context was lost; the worker was restarted)"
+    row.update(place)
+    return row
+
+
+@contextlib.contextmanager
+def spawnable_main():
+    """While spawning workers from IPython: its ``__main__`` (the notebook's namespace) has no
+    ``__spec__``, which spawned workers read; None tells them there is no main module to
+    re-import."""
+    main = sys.modules.get("__main__")
+    patched = main is not None and not hasattr(main, "__spec__")
+    if patched:
+        main.__spec__ = None
+    try:
+        yield
+    finally:
+        if patched:
+            try:
+                del main.__spec__
+            except AttributeError:
+                pass
+
+
+# --- runners ------------------------------------------------------------------------------------
+
+def _pin(index) -> None:
+    """Worker initializer: this process sees only GPU ``index`` (before CUDA is touched)."""
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(index)
+    os.environ[POOL_GPU_ENV] = str(index)
+
+
+def local_gpu_count() -> int:
+    """How many GPUs this host's driver sees (0 without a driver), without making a context."""
+    try:
+        from cuda.bindings import driver
+        (err,) = driver.cuInit(0)
+        if int(err) != 0:
+            return 0
+        err, n = driver.cuDeviceGetCount()
+        return int(n) if int(err) == 0 else 0
+    except Exception:
+        return 0
+
+
+class GPUPool:
+    """One worker process per GPU of this host, each pinned to its GPU, each running one
+    configuration at a time. ``GPUPool()`` takes every GPU; ``GPUPool([0, 2])`` some;
+    ``GPUPool(2)`` the first two. Use it as ``sweep(..., gpus=pool)`` (or ``gpus="all"`` for a
+    pool made and closed by the sweep); close it with ``shutdown()`` or a ``with`` block.
+
+    ``allow_simulator=True`` lets a pool be made where there is no GPU (each worker then runs
+    the simulator): for tests of the dispatch and fault handling on a CPU-only machine.
+    """
+
+    def __init__(self, gpus: int | Sequence[int] | str | None = None, *,
+                 allow_simulator: bool = False):
+        n = local_gpu_count()
+        if gpus is None or gpus == "all":
+            indices = list(range(n))
+        elif isinstance(gpus, int):
+            indices = list(range(gpus))
+        else:
+            indices = [int(g) for g in gpus]
+        if not indices:
+            from cutile_lab.errors import NoDeviceError
+            raise NoDeviceError("no GPU to make a pool of (this host's driver sees none)",
+                                  help="sweep without gpus= to run on the simulator, or pass "
+                                       "a Dask client as executor=")
+        missing = [i for i in indices if i >= n]
+        if missing and not allow_simulator:
+            from cutile_lab.errors import NoDeviceError
+            raise NoDeviceError(f"this host has {n} GPU(s); there is no GPU {missing[0]}",
+                                  help=f"choose among 0..{n - 1}" if n else
+                                  "run on a machine with NVIDIA GPUs")
+        self.gpus = indices
+        self._pools: dict[int, ProcessPoolExecutor] = {}
+        self.restarts = 0
+
+    def _pool(self, slot: int) -> ProcessPoolExecutor:
+        p = self._pools.get(slot)
+        if p is None:
+            p = ProcessPoolExecutor(max_workers=1,
+                                    mp_context=multiprocessing.get_context("spawn"),
+                                    initializer=_pin, initargs=(self.gpus[slot],))
+            self._pools[slot] = p
+        return p
+
+    def submit(self, slot: int, fn: Callable, *args) -> Future:
+        return self._pool(slot).submit(fn, *args)
+
+    def restart(self, slot: int) -> None:
+        """Replace the worker of ``slot`` (it died, or its GPU context is unusable)."""
+        p = self._pools.pop(slot, None)
+        if p is not None:
+            p.shutdown(wait=False, cancel_futures=True)
+        self.restarts += 1
+
+    def warm(self) -> None:
+        """Start every worker now (spawn, import, make its GPU context), so that a timed sweep
+        does not pay for it."""
+        for f in [self.submit(s, _where_quietly) for s in range(len(self.gpus))]:
+            f.result()
+
+    def shutdown(self) -> None:
+        for p in self._pools.values():
+            p.shutdown(wait=True)
+        self._pools.clear()
+
+    def __enter__(self) -> "GPUPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+    def __repr__(self) -> str:
+        return f"GPUPool(gpus={self.gpus})"
+
+    def run_all(self, spec: KernelSpec, configs: list[dict], payload: bytes, repeats: int,
+                warmup: int, on_result: Callable[[int, dict], None]) -> None:
+        """Every configuration, each GPU kept busy with one at a time (a faster GPU takes
+        more); ``on_result(i, row)`` as each finishes."""
+        queue = list(range(len(configs)))
+        attempts = [0] * len(configs)
+        running: dict[Future, tuple[int, int]] = {}
+
+        def feed(slot: int) -> None:
+            if queue:
+                i = queue.pop(0)
+                attempts[i] += 1
+                running[self.submit(slot, run_configuration, spec, configs[i], payload,
+                                    repeats, warmup)] = (slot, i)
+        for slot in range(len(self.gpus)):
+            feed(slot)
+        while running:
+            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for fut in done:
+                slot, i = running.pop(fut)
+                try:
+                    row = fut.result()
+                except BrokenProcessPool:
+                    self.restart(slot)
+                    if attempts[i] < 2:
+                        queue.insert(0, i)
+                    else:
+                        on_result(i, {"error": "the worker process died twice running this "
+                                               "configuration", "gpu": self.gpus[slot]})
+                    feed(slot)
+                    continue
+                except Exception as e:      # the task itself could not run (unpicklable...)
+                    row = {"error": f"{type(e).__name__}: {e}", "gpu": self.gpus[slot]}
+                if row.pop("context_lost", False):
+                    self.restart(slot)
+                on_result(i, row)
+                feed(slot)
+
+
+def is_dask_client(obj) -> bool:
+    return type(obj).__name__ == "Client" and type(obj).__module__.startswith("distributed")
+
+
+def run_on_dask(client, spec: KernelSpec, configs: list[dict], payload: bytes, repeats: int,
+                warmup: int, on_result: Callable[[int, dict], None]) -> None:
+    """Every configuration as a Dask task (the scheduler spreads them over the workers and
+    reschedules the tasks of a worker that dies); ``on_result(i, row)`` as each finishes.
+
+    For GPU timings give each worker one thread (``dask-cuda``'s ``LocalCUDACluster`` does), so
+    that no two configurations share a GPU while they are timed."""
+    from distributed import as_completed
+    futures = {client.submit(run_configuration, spec, c, payload, repeats, warmup,
+                             pure=False, retries=1): i for i, c in enumerate(configs)}
+    for fut in as_completed(futures):
+        i = futures[fut]
+        try:
+            row = fut.result()
+        except Exception as e:            # KilledWorker after the allowed failures, ...
+            row = {"error": f"the worker failed running this configuration "
+                            f"({type(e).__name__}: {e})"}
+        if row.pop("context_lost", False) and row.get("worker"):
+            _restart_dask_worker(client, row["worker"])
+        on_result(i, row)
+
+
+def _restart_dask_worker(client, worker: str) -> None:
+    host, _, pid = worker.rpartition(":")
+    try:
+        info = client.scheduler_info()["workers"]
+        addrs = [a for a, w in info.items() if str(w.get("pid")) == pid]
+        if addrs:
+            client.restart_workers(addrs)
+    except Exception:        # a restart that fails leaves that worker's later rows to fail
+        pass
+
+
+def runner_for(executor, gpus) -> Any:
+    """Where a sweep's configurations run: a ``GPUPool`` (``gpus=``: a pool, "all", a count or
+    a list of indices), the Dask client given as ``executor``, or None (this process)."""
+    if gpus is not None:
+        return gpus if isinstance(gpus, GPUPool) else GPUPool(gpus)
+    if is_dask_client(executor):
+        return executor
+    return None
+
+
+def run_all(runner, spec: KernelSpec, configs: list[dict], payload: bytes, repeats: int,
+            warmup: int, on_result: Callable[[int, dict], None]) -> None:
+    if isinstance(runner, GPUPool):
+        runner.run_all(spec, configs, payload, repeats, warmup, on_result)
+    else:
+        run_on_dask(runner, spec, configs, payload, repeats, warmup, on_result)
+
+
+def compile_executor(executor):
+    """A Dask client compiles through its ``concurrent.futures`` face."""
+    if is_dask_client(executor):
+        return executor.get_executor(pure=False)
+    return executor
+
+
+__all__: Iterable[str] = ("GPUPool", "KernelSpec", "run_configuration", "local_gpu_count",
+                          "runner_for", "is_dask_client")

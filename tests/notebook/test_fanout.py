@@ -1,0 +1,158 @@
+"""A sweep spread over workers: a pool of per-GPU processes and a real ``dask.distributed``
+cluster (processes, CPU only here: the workers run the simulator). The distributed sweep's table
+must equal the local one's; a worker killed mid-sweep loses no configuration."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from cutile_lab.notebook import sweep
+from cutile_lab.notebook.fanout import (GPUPool, KernelSpec, pack, run_configuration,
+                                        spawnable_main)
+
+ADD = '''def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], y: Tensor[f32, "?"]):
+    z.store(load_tile_like(x, z) + load_tile_like(y, z))
+'''
+
+# 4 tile sizes x 6 problem sizes: 24 configurations
+CHOICES = dict(B=[32, 64, 128, 256], n=[100, 300, 777, 1000, 2048, 5000])
+# columns that depend on when or where a row ran, not on what it computed
+TIMED = ["compile_s", "sim_ms", "worker", "cache"]
+
+
+@pytest.fixture
+def add(shell):
+    cell = shell.run("%%tilekernel\n" + ADD)
+    assert cell.ok, cell.error
+    return shell.ns["add"]
+
+
+@pytest.fixture
+def sim_only(monkeypatch):
+    from cutile_lab.notebook.timing import gpu_status
+    if gpu_status()[0]:
+        pytest.skip("the no-GPU path (the GPU sweep is benchmarks/bench_sweep_gpus.py)")
+    # spawned workers inherit the environment: they run the simulator too
+    monkeypatch.setenv("CUTILE_LAB_BACKEND", "sim")
+
+
+def _make(seed_dir=None, kill_at=None):
+    """make_args/check as a notebook would write them: closures (they travel by value). With
+    ``kill_at``, the worker running that configuration dies the first time it does."""
+    def make_args(B, n):
+        import cutile_lab as cl
+        if kill_at == (B, n):
+            marker = os.path.join(seed_dir, f"killed-{B}-{n}")
+            if not os.path.exists(marker):
+                open(marker, "w").close()
+                os._exit(1)             # the worker process dies mid-sweep
+        rng = np.random.default_rng()
+        x = rng.standard_normal(n).astype(np.float32)
+        y = rng.standard_normal(n).astype(np.float32)
+        return cl.asarray(np.zeros(n, np.float32)).partition(B), cl.asarray(x), cl.asarray(y)
+
+    def check(result, args):
+        zp, x, y = result
+        return np.allclose(zp.unpartition().to_numpy(), x.to_numpy() + y.to_numpy())
+    return make_args, check
+
+
+def _same_table(a, b) -> None:
+    cols = [c for c in a.columns if c not in TIMED]
+    assert cols == [c for c in b.columns if c not in TIMED]
+    left = a[cols].reset_index(drop=True)
+    right = b[cols].reset_index(drop=True)
+    assert left.equals(right), f"\n{left}\n!=\n{right}"
+
+
+def test_worker_run_is_plain_data(add, sim_only):
+    make_args, check = _make()
+    spec = KernelSpec.of(add, {})
+    row = run_configuration(spec, {"B": 64, "n": 500}, pack(make_args, check, None), 3, 1)
+    assert row["checked"] is True and row["device"] == "simulator" and row["gpu"] is None
+    assert row["sim_ms"] > 0 and "error" not in row
+
+
+def test_gpu_pool_sweep_equals_local_and_survives_a_dead_worker(add, sim_only, tmp_path):
+    make_args, check = _make(str(tmp_path), kill_at=(64, 777))
+    local = sweep(add, *_make()[:1], progress=False, check=_make()[1], **CHOICES)
+    with GPUPool([0, 1], allow_simulator=True) as pool:
+        spread = sweep(add, make_args, progress=False, check=check, gpus=pool, **CHOICES)
+        assert pool.restarts == 1                     # the dead worker was replaced
+    assert (tmp_path / "killed-64-777").exists()      # ...after dying mid-sweep
+    assert len(spread) == 24 and spread["ok"].all() and spread["checked"].all()
+    _same_table(local, spread)
+
+
+def test_gpu_pool_reports_a_configuration_that_kills_every_worker(add, sim_only):
+    def make_args(B, n):
+        if B == 128:
+            os._exit(3)
+        import cutile_lab as cl
+        return (cl.asarray(np.zeros(n, np.float32)).partition(B),
+                cl.asarray(np.ones(n, np.float32)), cl.asarray(np.ones(n, np.float32)))
+    with GPUPool([0], allow_simulator=True) as pool:
+        df = sweep(add, make_args, progress=False, gpus=pool, B=[64, 128, 256], n=[300])
+    assert list(df["ok"]) == [True, False, True]
+    assert "died twice" in df["error"][1]
+
+
+def test_dask_cluster_sweep_equals_local_and_loses_no_configuration(add, sim_only, tmp_path):
+    distributed = pytest.importorskip("distributed")
+    make_args, check = _make(str(tmp_path), kill_at=(128, 1000))
+    local = sweep(add, *_make()[:1], progress=False, check=_make()[1], **CHOICES)
+    # (the test's IPython shell has replaced __main__, as a notebook's kernel does)
+    with spawnable_main(), \
+            distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                     dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        spread = sweep(add, make_args, executor=client, progress=False, check=check,
+                       **CHOICES)
+    assert (tmp_path / "killed-128-1000").exists()    # a worker died mid-sweep
+    assert len(spread) == 24 and spread["ok"].all() and spread["checked"].all()
+    # compiled on the cluster's workers (not this process), run there too
+    assert {int(w.rsplit(":", 1)[1]) for w in spread["worker"]} - {os.getpid()}
+    _same_table(local, spread)
+
+
+def test_gpu_pool_needs_gpus_unless_simulating(monkeypatch):
+    from cutile_lab.errors import NoDeviceError
+    from cutile_lab.notebook import fanout
+    monkeypatch.setattr(fanout, "local_gpu_count", lambda: 0)
+    with pytest.raises(NoDeviceError, match="no GPU"):
+        GPUPool()
+    monkeypatch.setattr(fanout, "local_gpu_count", lambda: 1)
+    with pytest.raises(NoDeviceError, match="there is no GPU 3"):
+        GPUPool([3])
+
+
+@pytest.mark.gpu
+def test_gpu_pool_times_on_each_gpu_with_its_baseline(add):
+    torch = pytest.importorskip("torch")
+    from cutile_lab.notebook.fanout import local_gpu_count
+    n_gpus = local_gpu_count()
+    if n_gpus < 1:
+        pytest.skip("no GPU")
+
+    def make_args(B, n):
+        import cutile_lab as cl
+        x = cl.asarray(torch.randn(n, device="cuda"))
+        y = cl.asarray(torch.randn(n, device="cuda"))
+        return cl.asarray(torch.empty(n, device="cuda")).partition(B), x, y
+
+    def baseline(B, n):
+        x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+        return lambda: torch.add(x, y)
+
+    def check(result, args):
+        zp, x, y = result
+        return torch.allclose(torch.as_tensor(zp.unpartition()), torch.as_tensor(x)
+                              + torch.as_tensor(y))
+    df = sweep(add, make_args, progress=False, check=check, baseline=baseline, gpus="all",
+               repeats=5, B=[256, 512], n=[1 << 20, 1 << 22])
+    assert df["ok"].all(), df.get("error")
+    assert set(df["gpu"]) <= set(range(n_gpus))
+    assert (df["median_us"] > 0).all() and (df["baseline_us"] > 0).all()
+    assert (df["speedup"] > 0).all() and df["device"].str.len().min() > 0
