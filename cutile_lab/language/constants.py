@@ -22,10 +22,14 @@ _UNRESOLVED = object()
 def is_constant_annotation(obj: Any) -> bool:
     """True when ``obj`` (an evaluated annotation) marks a compile-time constant:
     ``Annotated[T, ConstantAnnotation()]`` with cuTile's or the simulator's
-    ``ConstantAnnotation``, however it is spelt in the source."""
-    if typing.get_origin(obj) is not typing.Annotated:
-        return False
-    return any(type(m).__name__ == "ConstantAnnotation" for m in obj.__metadata__)
+    ``ConstantAnnotation`` (``ct.Constant[int]`` and any alias of it), the lab's own
+    ``Const[int]``, however it is spelt in the source."""
+    if isinstance(obj, tuple) and len(obj) == 2 and obj[0] == "Const":     # cl.Const[int]
+        return True
+    if typing.get_origin(obj) is typing.Annotated:                          # ct.Constant[int]
+        return any(type(m).__name__ == "ConstantAnnotation"
+                   for m in getattr(obj, "__metadata__", ()))
+    return type(obj).__name__ == "ConstantAnnotation"
 
 
 def _fallback_names() -> dict[str, Any]:
