@@ -50,14 +50,14 @@ def _gpu_line() -> str:
 
 
 def cmd_check(args) -> int:
-    from cutile_lab.checking import check_source, unchecked_spans
+    from cutile_lab.checking import unchecked_spans
     from cutile_lab.checking.render import render_text, to_json
     try:
         with open(args.file, encoding="utf-8") as f:
             text = f.read()
     except OSError as e:
         raise CutileLabError(f"cannot read {args.file}: {e.strerror}") from None
-    diags = check_source(text, args.file)
+    diags = check_file(text, args.file)
     if args.json:
         print(json.dumps(to_json(diags), indent=2))
     elif diags:
@@ -76,6 +76,26 @@ def cmd_check(args) -> int:
     return 1 if errors else 0
 
 
+def check_file(text: str, path: str) -> list:
+    """Diagnostics of every kernel in a file whose top level ran as ``import`` runs it (so plain
+    cuTile kernels see their module's aliases and helpers); a file whose top level fails, or
+    that holds no kernel, gives one located TL000 error."""
+    from cutile_lab.checking import check_kernel, sort_diagnostics
+    from cutile_lab.errors import Diagnostic, LanguageError
+    from cutile_lab.kernel import load_kernels
+    try:
+        kernels = load_kernels(path)
+    except LanguageError as e:
+        return [Diagnostic("TL000", "error", e.message, e.span, help=e.help)]
+    diags, seen = [], set()
+    for k in kernels.values():
+        if id(k.definition) in seen:
+            continue
+        seen.add(id(k.definition))
+        diags.extend(check_kernel(k.definition, k.globals))
+    return sort_diagnostics(diags)
+
+
 def cmd_compile(args) -> int:
     from cutile_lab.kernel import load_kernels
     kernels = load_kernels(args.file)
@@ -89,7 +109,8 @@ def cmd_compile(args) -> int:
     else:
         raise CutileLabError(f"{args.file} has {len(kernels)} kernels",
                              help=f"pick one with --kernel ({', '.join(kernels)})")
-    compiled = kernel.compile(args.arch, use_cache=not args.no_cache, **parse_spec(args.spec))
+    consts, layouts = kernel_arguments(kernel, parse_spec(args.spec), args.arg or [])
+    compiled = kernel.compile(args.arch, use_cache=not args.no_cache, layouts=layouts, **consts)
     if args.emit == "tileir":
         _write(args.output, compiled.tileir)
     elif args.emit == "cubin":
@@ -118,6 +139,127 @@ def _report_sections(compiled, show: str | None) -> str:
     report = compile_report_json(compiled, show=wanted if wanted is not None else
                                  ["tileir", "resources", "sass", "lowered"])
     return "".join(line + "\n" for line in report_sections_text(report))
+
+
+# --- --arg: argument types, shapes and constants from the command line ---------------------
+
+_ARG_HELP = ("write NAME=VALUE: an array as DTYPE[dims] (x=f16[?,?], x=f32[1024]), a scalar as "
+             "its dtype (n=i32), a constant as its value (B=128, eps=1e-6, causal=true)")
+
+
+def parse_arg(text: str):
+    """One ``--arg``: ``NAME=DTYPE[dims]`` (an array: its dtype and rank; sizes may be ``?``),
+    ``NAME=DTYPE`` (a runtime scalar), or ``NAME=VALUE`` (a constant: an integer, a float such
+    as ``1e-6``, or ``true``/``false``). Returns ``(name, value)`` where value is an
+    ``ArrayLayout``, a ``ScalarLayout`` or a Python int/float/bool."""
+    import re
+    from cutile_lab.compiling.specialization import ArrayLayout, ScalarLayout
+    from cutile_lab.language.dtypes import dtype_by_name
+    name, sep, value = text.partition("=")
+    name, value = name.strip(), value.strip()
+    if not sep or not name.isidentifier() or not value:
+        raise CompileError(f"--arg: bad argument {text!r}", help=_ARG_HELP)
+    m = re.fullmatch(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[(.*)\])?", value)
+    if m and dtype_by_name(m.group(1)) is not None:
+        dtype = dtype_by_name(m.group(1))
+        if m.group(2) is None:
+            return name, ScalarLayout(dtype.name)
+        dims = [d.strip() for d in m.group(2).split(",")] if m.group(2).strip() else []
+        for d in dims:
+            if d != "?" and not (d.isdigit() and int(d) > 0):
+                raise CompileError(f"--arg {name}: bad dimension {d!r} in {value!r}",
+                                   help="each dimension is a positive size or `?`, e.g. "
+                                        f"{name}={m.group(1)}[?,?]")
+        if not dims:
+            raise CompileError(f"--arg {name}: an array needs at least one dimension",
+                               help=f"e.g. {name}={m.group(1)}[?]")
+        return name, ArrayLayout(dtype.name, len(dims))
+    if value.lower() in ("true", "false"):
+        return name, value.lower() == "true"
+    try:
+        return name, int(value, 0)
+    except ValueError:
+        pass
+    try:
+        return name, float(value)
+    except ValueError:
+        pass
+    if m:
+        from difflib import get_close_matches
+        from cutile_lab.language.dtypes import ALIASES, DTYPES
+        near = get_close_matches(m.group(1), list(DTYPES) + list(ALIASES), n=1)
+        raise CompileError(f"--arg {name}: unknown dtype {m.group(1)!r}"
+                           + (f" (did you mean {near[0]!r}?)" if near else ""), help=_ARG_HELP)
+    raise CompileError(f"--arg {name}: cannot read {value!r}", help=_ARG_HELP)
+
+
+def kernel_arguments(kernel, spec: dict, arg_texts: list[str]) -> tuple[dict, dict]:
+    """(consts, layouts) for ``kernel.compile`` from ``--spec`` and ``--arg``, checked against
+    the kernel's parameters: an unknown name, a constant given a type, an array or scalar given
+    a value, or (for a plain cuTile kernel) a parameter left out is a clear error."""
+    from cutile_lab.compiling.specialization import ArrayLayout, ScalarLayout
+    kdef = kernel.definition
+    params = {p.name: p for p in kdef.params}
+    consts: dict = dict(spec)
+    layouts: dict = {}
+    for text in arg_texts:
+        name, value = parse_arg(text)
+        p = params.get(name)
+        if p is None and name not in kdef.const_generics:
+            raise CompileError(f"--arg {name}: `{kdef.name}` has no parameter `{name}`",
+                               span=kdef.span, help=f"its parameters are: "
+                               f"{', '.join(params) or 'none'}")
+        is_const = p is None or p.role == "const"
+        if isinstance(value, (ArrayLayout, ScalarLayout)):
+            if is_const:
+                raise CompileError(f"--arg {name}: `{name}` is a compile-time constant; give its "
+                                   f"value, e.g. --arg {name}=128", span=p.span if p else None)
+            if kdef.kind == "tile" and p.dtype is not None:
+                raise CompileError(f"--arg {name}: the signature already types `{name}`; "
+                                   "give only its constants", span=p.span)
+            layouts[name] = value
+        else:
+            if not is_const:
+                kind = "an array" if p.role in ("shared", "mut") else "a scalar"
+                raise CompileError(f"--arg {name}: `{name}` is a runtime parameter, not a "
+                                   f"constant; give {kind} type, e.g. --arg "
+                                   + (f"{name}=f32[?]" if kind == "an array" else f"{name}=f32"),
+                                   span=p.span)
+            consts[name] = value
+    if kdef.kind == "cutile":
+        missing = [p.name for p in kdef.params if p.name not in consts and p.name not in layouts
+                   and not (p.role == "const" and _has_default(kdef, p.name))]
+        if missing:
+            types_ = [n for n in missing if params[n].role != "const"]
+            values = [n for n in missing if params[n].role == "const"]
+            wanted = " and ".join(
+                part for part in (
+                    ("the type of " + ", ".join(f"`{n}`" for n in types_)) if types_ else "",
+                    ("the value of " + ", ".join(f"`{n}`" for n in values)) if values else "")
+                if part)
+            examples = " ".join(f"--arg {n}=" + (_example_value(kernel, params[n])
+                                                 if params[n].role == "const" else "f32[?]")
+                                for n in missing)
+            raise CompileError(
+                f"`{kdef.name}` is a plain cuTile kernel: give {wanted}", span=kdef.span,
+                help=f"e.g. {examples} (arrays: DTYPE[dims], scalars: DTYPE, constants: value)")
+    return consts, layouts
+
+
+def _example_value(kernel, param) -> str:
+    """An example value for a constant, of the type its annotation names."""
+    import typing
+    from cutile_lab.language.constants import evaluate_annotation
+    value = evaluate_annotation(param.annotation, kernel.globals) \
+        if param.annotation is not None else None
+    inner = typing.get_args(value)[0] if typing.get_origin(value) is typing.Annotated else None
+    return {float: "1e-6", bool: "true"}.get(inner, "128")
+
+
+def _has_default(kdef, name: str) -> bool:
+    a = kdef.node.args
+    with_default = [x.arg for x in a.args[len(a.args) - len(a.defaults):]]
+    return name in with_default
 
 
 def _report_text(compiled) -> str:
@@ -237,6 +379,9 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--kernel", help="which kernel, when the file has several")
     k.add_argument("--arch", default="sm_90", help="target, e.g. sm_80, sm_90, sm_100, sm_120")
     k.add_argument("--spec", help="const generics, e.g. B=128,BK=64")
+    k.add_argument("--arg", action="append", metavar="NAME=VALUE",
+                   help="a parameter's type or a constant's value (repeat it): x=f16[?,?] "
+                        "(array), n=i32 (scalar), B=128, eps=1e-6, causal=true (constants)")
     k.add_argument("--emit", choices=["tileir", "cubin", "report", "lowered"], default="report")
     k.add_argument("-o", "--output", help="output file (default: stdout; cubin: NAME.ARCH.cubin)")
     k.add_argument("--no-cache", action="store_true", help="compile even if cached")

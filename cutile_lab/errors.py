@@ -141,3 +141,16 @@ class NoDeviceError(LaunchError):
 
 class SimulationError(CutileLabError):
     code = "CL060"
+
+
+class SimulationProblemError(SimulationError):
+    """The simulator found an error in a launch on the simulator backend (a race, an
+    out-of-bounds access, a failed assert, a deadlock): ``.diagnostics`` holds them and
+    ``.result`` the whole ``SimResult``."""
+
+    code = "CL061"
+
+    def __init__(self, message: str, diagnostics, result, **kw):
+        super().__init__(message, **kw)
+        self.diagnostics = diagnostics
+        self.result = result

@@ -229,8 +229,9 @@ def _bytecode(kdef: KernelDef, lowered: LoweredKernel, spec: Specialization, hin
             raise CompileError(
                 f"don't know the type of parameter `{name}` of `{kdef.name}`",
                 span=kdef.span,
-                help="plain cuTile kernels compile at launch, or pass layouts= with an "
-                     "ArrayLayout/ScalarLayout for each parameter")
+                help=f"give its type: from the command line --arg {name}=f32[?,?] (an array: "
+                     f"dtype and rank) or --arg {name}=i32 (a scalar); from Python, layouts= "
+                     "with an ArrayLayout/ScalarLayout; a launch takes them from its arguments")
     signature = KernelSignature(constraints, CallingConvention.cutile_python_v1())
     try:
         result = compile_tile(ct_kernel._annotated_function, [signature], sm_arch=None,

@@ -86,8 +86,9 @@ def lower(kdef: KernelDef) -> LoweredKernel:
         node = copy.deepcopy(kdef.node)
         node.decorator_list = []
         params = [a.arg for a in node.args.args]
-        consts = [a.arg for a in node.args.args
-                  if a.annotation is not None and "Constant" in ast.unparse(a.annotation)]
+        # by what the annotation evaluates to (language.constants, resolved when the Kernel
+        # was made in its namespace): ``ConstInt = ct.Constant[int]`` aliases included
+        consts = [p.name for p in kdef.params if p.role == "const"]
     else:
         check_options(kdef)
         node, params, consts = _rewrite(kdef)

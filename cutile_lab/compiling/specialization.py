@@ -6,6 +6,7 @@ default one (contiguous rows, 16-byte aligned base addresses, 32-bit indexing).
 """
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 
 from cutile_lab.errors import CompileError
@@ -110,9 +111,17 @@ def make_specialization(kdef: KernelDef, consts: dict[str, int] | None = None,
                                help=f"e.g. {g}=128")
         bound[g] = value
     if kdef.kind == "cutile":
-        for a in kdef.node.args.args:
-            if a.arg in consts:
-                bound[a.arg] = consts.pop(a.arg)
+        a = kdef.node.args
+        defaults = dict(zip([x.arg for x in a.args[len(a.args) - len(a.defaults):]],
+                            a.defaults))
+        for p in kdef.params:
+            if p.name in consts:
+                bound[p.name] = consts.pop(p.name)
+            elif p.role == "const" and p.name in defaults:     # `B: ConstInt = 128`
+                try:
+                    bound[p.name] = ast.literal_eval(defaults[p.name])
+                except ValueError:
+                    pass
     if missing:
         raise CompileError(
             f"kernel `{kdef.name}` needs a value for {', '.join(f'`{m}`' for m in missing)}",

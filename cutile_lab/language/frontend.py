@@ -108,7 +108,8 @@ def parse_kernels(source: KernelSource, *, only: str | None = None,
         if only is not None and node.name != only:
             continue
         decorator = _kernel_decorator(node)
-        if decorator is None and not (all_functions and _looks_like_tile_kernel(node)):
+        if decorator is None and only is None and \
+                not (all_functions and _looks_like_tile_kernel(node)):
             continue
         kernels.append(_kernel_def(node, decorator, source))
     if only is not None and not kernels:
@@ -174,7 +175,10 @@ def _decorator_options(dec: ast.AST | None) -> dict:
 
 
 def _kernel_def(node: ast.FunctionDef, decorator, source: KernelSource) -> KernelDef:
-    kind = "cutile" if _is_cutile_decorator(decorator) else "tile"
+    # a function named explicitly without a decorator (``ct.kernel(fn)``) is plain cuTile
+    # unless its parameters are the tile language's
+    plain = decorator is None and not _looks_like_tile_kernel(node)
+    kind = "cutile" if _is_cutile_decorator(decorator) or plain else "tile"
     kdef = KernelDef(node.name, kind, [], node, source, options=_decorator_options(decorator))
     if kind == "cutile":
         kdef.params = [Param(a.arg, "shared", None, span=source.span(a), annotation=a.annotation)

@@ -323,7 +323,8 @@ def run_tilekernel(shell, args, cell: str, *, filenames: set | None = None) -> l
     source = KernelSource(cell, filename)
 
     try:
-        kernels = kernels_from_source(cell, filename, globals_=shell.user_ns)
+        # none is not an error yet: the cell's top level may make them (`f = ct.kernel(g)`)
+        kernels = kernels_from_source(cell, filename, globals_=shell.user_ns, allow_empty=True)
     except CutileLabError as e:
         source.register()
         for name in _failed_names(cell):
@@ -348,6 +349,21 @@ def run_tilekernel(shell, args, cell: str, *, filenames: set | None = None) -> l
                 f"{', '.join(sorted(known)) or 'none'}")
 
     problem = _run_top_level(shell, cell, filename, set(kernels))
+    if problem is None:
+        # the cell's own top level (``ConstInt = ct.Constant[int]``) is now in the namespace:
+        # constants are judged again by what their annotations evaluate to there
+        import ast
+        from cutile_lab.kernel import cutile_kernels_in
+        from cutile_lab.language.constants import resolve_constants
+        for k in kernels.values():
+            resolve_constants(k.definition, k.globals)
+        assigned = [t.id for n in ast.parse(cell).body if isinstance(n, ast.Assign)
+                    for t in n.targets if isinstance(t, ast.Name)]
+        for name, k in cutile_kernels_in(shell.user_ns, assigned, source).items():
+            kernels.setdefault(name, k)        # `add = ct.kernel(add_impl)` in the cell
+        if not kernels:
+            from cutile_lab.kernel import no_kernel_error
+            problem = error_to_diagnostic(no_kernel_error(filename))
     if problem is not None:
         publish(compile_report_bundle(None, None, [problem], source, arch=args.arch, show=show,
                                       cell_id=cell_id, status="error",

@@ -89,9 +89,7 @@ class LaunchPlan:
 
 
 def _const_params(kdef) -> set[str]:
-    if kdef.kind == "cutile":
-        return {a.arg for a in kdef.node.args.args
-                if a.annotation is not None and "Constant" in ast.unparse(a.annotation)}
+    # plain cuTile kernels too: language.constants marks them by what the annotation evaluates to
     return {p.name for p in kdef.params if p.role == "const"}
 
 
@@ -745,8 +743,12 @@ def _is_mut(info, name, value) -> bool:
     role = info.roles.get(name)
     if role == "mut" or isinstance(value, Partition):
         return True
-    # plain cuTile kernels do not say what they write: every array may be written
-    return info.kdef.kind == "cutile"
+    # plain cuTile kernels do not say what they write: every array may be written, except
+    # those the checker proves are only read (shared: one input may be passed twice)
+    if info.kdef.kind != "cutile":
+        return False
+    from cutile_lab.checking.read_only import read_only_parameters
+    return name not in read_only_parameters(info.kdef)
 
 
 def _as_arg(v):
@@ -997,7 +999,11 @@ def launch_op(kernel, args, kwargs) -> LaunchOp:
 
 
 def launch(kernel, *args, grid=None, **kwargs) -> LaunchOp:
-    """``cl.launch(kernel, *args, grid=None)``: the same lazy launch as ``kernel(*args)``."""
+    """``cl.launch(kernel, *args, grid=None)``: the same lazy launch as ``kernel(*args)``;
+    ``kernel`` may also be a cuTile kernel object (``@ct.kernel``, ``ct.kernel(fn)``)."""
+    if not hasattr(kernel, "definition"):
+        from cutile_lab.kernel import as_kernel
+        kernel = as_kernel(kernel)
     if grid is None:
         return launch_op(kernel, args, kwargs)
     return LaunchOp(kernel, args, kwargs, grid)

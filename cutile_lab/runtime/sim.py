@@ -33,6 +33,7 @@ def run_simulated(kernel, info, values: dict, consts: dict, grid: tuple):
             args.append(v)
     result = simulate(kernel, args, grid=tuple(grid), consts=dict(consts))
     _copy_back(result, views)
+    result.check()       # a race or out-of-bounds access raises (or warns: set_on_error)
     return result
 
 

@@ -40,8 +40,9 @@ Numerics (what the simulator does where the GPU has a choice):
 * Rounding modes other than round-to-nearest-even and ``flush_to_zero`` are accepted and
   ignored; transcendental functions are NumPy's (correctly rounded or nearly), not the GPU's
   approximations.
-* Tiles run one after another in row-major order of the grid. A kernel that waits on another
-  tile (a spin lock) cannot make progress here.
+* Tiles run one after another in row-major order of the grid; in a kernel that uses atomics,
+  a tile whose atomic changed nothing (a lock another tile holds, a flag not set yet) pauses
+  and the other tiles run, so spin locks and flags between tiles make progress (see below).
 
 Diagnostics (``SimResult.diagnostics``):
 
@@ -57,10 +58,25 @@ Diagnostics (``SimResult.diagnostics``):
 * SIM030 (note) the grid is not the one the outputs' partitions infer
 * SIM040 (note) two array arguments overlap in memory (one array passed twice is tracked as
   one; partial overlaps are not)
+* SIM022 (error) tiles spin on atomics that no tile will change (a deadlock; the launch stops)
+
+Atomics order tiles as on the GPU: an acquire (``atomic_cas`` taking a lock, the default
+``ACQ_REL`` order) sees everything the releasing tile did before its release, so reads and
+writes under a spin lock are not races; tiles of a kernel that uses atomics run one at a time,
+each pausing where an atomic changed nothing (a lock held by another tile), so spin locks and
+flags between tiles make progress.
+
+A launch on the simulator backend (``cl.set_backend("sim")``) checks its result when it
+runs: any error above raises ``SimulationProblemError`` (CL061) from ``.sync()`` with the
+located report; ``set_on_error("warn")`` (or ``CUTILE_LAB_SIM_ON_ERROR=warn``) warns
+instead, ``"ignore"`` leaves the report in ``op.sim_result`` only. ``simulate()`` itself never
+raises for them: its result holds them.
 """
 from cutile_lab.errors import SimulationError
 from cutile_lab.simulation.engine import simulate
 from cutile_lab.simulation.picture import ownership_figure, ownership_image
-from cutile_lab.simulation.result import SimResult
+from cutile_lab.simulation.result import (SimResult, SimulationProblemError, SimulationWarning,
+                                          on_error, set_on_error)
 
-__all__ = ["simulate", "SimResult", "ownership_figure", "ownership_image", "SimulationError"]
+__all__ = ["simulate", "SimResult", "ownership_figure", "ownership_image", "SimulationError",
+           "SimulationProblemError", "SimulationWarning", "set_on_error", "on_error"]

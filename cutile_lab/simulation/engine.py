@@ -110,6 +110,65 @@ class Launch:
         self._diags: "OrderedDict[tuple, dict]" = OrderedDict()
         self.memory = None
         self.aborted = False
+        # cuTile's front end accepted the kernel for these types: stores and atomics convert
+        # as cuTile's do, without the simulator's own (stricter) dtype checks
+        self.types_checked = False
+        # happens-before between tiles through atomics (locks, flags): a vector clock per tile
+        # and per atomic location; accesses ordered by them are not races
+        self.clocks: dict[int, dict[int, int]] = {}
+        self.location_clocks: dict[tuple, dict[int, int]] = {}
+        self.progress = 0              # memory changes so far: a spin that sees none waits
+        self.scheduler = None          # the cooperative scheduler when tiles may wait
+
+    # --- synchronisation between tiles -----------------------------------------------------
+    def clock(self, tid: int) -> dict[int, int]:
+        c = self.clocks.get(tid)
+        if c is None:
+            c = self.clocks[tid] = {tid: 1}
+        return c
+
+    def epoch(self) -> int:
+        return self.clock(self.tid)[self.tid]
+
+    def ordered_before(self, tiles: np.ndarray, epochs: np.ndarray) -> np.ndarray:
+        """Which (tile, epoch) accesses happen before the current tile's present point."""
+        c = self.clock(self.tid)
+        if len(c) == 1:
+            return np.zeros(np.shape(tiles), dtype=bool)
+        keys = np.fromiter(c.keys(), dtype=np.int64, count=len(c))
+        vals = np.fromiter(c.values(), dtype=np.int64, count=len(c))
+        order = np.argsort(keys)
+        keys, vals = keys[order], vals[order]
+        t = np.asarray(tiles, dtype=np.int64)
+        pos = np.clip(np.searchsorted(keys, t), 0, len(keys) - 1)
+        known = np.where(keys[pos] == t, vals[pos], 0)
+        return (t >= 0) & (known >= np.asarray(epochs))
+
+    def synchronize(self, locations, acquire: bool, release: bool) -> None:
+        """An atomic on ``locations`` (hashable keys): acquire joins what was released there
+        into the tile's clock; release publishes the tile's clock there and starts a new
+        epoch of the tile."""
+        c = self.clock(self.tid)
+        if acquire:
+            for loc in locations:
+                lc = self.location_clocks.get(loc)
+                if lc:
+                    for t, e in lc.items():
+                        if c.get(t, 0) < e:
+                            c[t] = e
+        if release:
+            for loc in locations:
+                lc = self.location_clocks.setdefault(loc, {})
+                for t, e in c.items():
+                    if lc.get(t, 0) < e:
+                        lc[t] = e
+            c[self.tid] += 1
+
+    def wait_point(self) -> None:
+        """An atomic that changed nothing (a failed compare-and-swap, a spin on a flag): let
+        the other tiles run before this one tries again."""
+        if self.scheduler is not None:
+            self.scheduler.pause()
 
     # --- the current tile ------------------------------------------------------------------
     def enter_tile(self, tid: int, bids: tuple[int, ...]) -> None:
@@ -190,8 +249,8 @@ class Launch:
 
     # --- diagnostics -----------------------------------------------------------------------
     def report(self, code: str, severity: str, message: str, *, detail: str | None = None,
-               help: str | None = None) -> None:
-        sid = self.site()
+               help: str | None = None, site: int | None = None) -> None:
+        sid = self.site() if site is None else site
         key = (code, sid, message)
         entry = self._diags.get(key)
         if entry is None:
@@ -343,6 +402,120 @@ class Launch:
         err.tile_id = self.tid
         err.original = exc
         return err
+
+
+# --- tiles that wait for each other ------------------------------------------------------------
+
+class _Cooperative:
+    """Runs the tiles of a launch that uses atomics one at a time, each in its own thread, in
+    grid order. A tile whose atomic changed nothing (a failed compare-and-swap: a lock held by
+    another tile; a flag not set yet) pauses, and the next tile runs (a new one first, then the
+    paused ones in turn), so spin locks and flags between tiles make progress as on the GPU.
+    When every unfinished tile is paused and a whole round of them changes no memory, they wait
+    for each other forever: SIM022, and the launch stops."""
+
+    MAX_THREADS = 4096
+
+    def __init__(self, launch: Launch, fn, call_args):
+        import threading
+        self.launch = launch
+        self.fn = fn
+        self.args = call_args
+        self.back = threading.Semaphore(0)
+        self.current = None
+        self.aborting = False
+        self._threading = threading
+        launch.scheduler = self
+
+    def pause(self) -> None:
+        t = self.current
+        if t is None:
+            return
+        t.paused = True
+        t.site = self.launch.site()
+        self.back.release()
+        t.go.acquire()
+        if self.aborting:
+            raise _Abort()
+        self.launch.enter_tile(t.tid, t.bids)
+
+    def _start(self, tid, bids):
+        t = types.SimpleNamespace(tid=tid, bids=bids, go=self._threading.Semaphore(0),
+                                  paused=False, done=False, error=None)
+
+        def body():
+            t.go.acquire()
+            with np.errstate(all="ignore"):
+                try:
+                    self.launch.enter_tile(tid, bids)
+                    self.fn(*self.args)
+                except _Abort as e:
+                    t.error = e
+                except Exception as exc:
+                    t.error = self.launch.located_error(exc)
+            t.done = True
+            self.back.release()
+        t.thread = self._threading.Thread(target=body, daemon=True,
+                                          name=f"cutile_lab sim tile {tid}")
+        t.thread.start()
+        return t
+
+    def _resume(self, t) -> None:
+        self.current = t
+        t.paused = False
+        t.go.release()
+        self.back.acquire()
+        self.current = None
+
+    def run(self, order) -> int:
+        import collections
+        pending = iter(order)
+        waiting: "collections.deque" = collections.deque()
+        finished = 0
+        error = None
+        idle_round, mark = 0, self.launch.progress
+        while True:
+            nxt = next(pending, None)
+            if nxt is not None:
+                if len(waiting) >= self.MAX_THREADS:
+                    error = SimulationError(
+                        f"more than {self.MAX_THREADS} tiles are waiting at once",
+                        span=self.launch.kdef.span)
+                    break
+                t = self._start(*nxt)
+                idle_round, mark = 0, self.launch.progress
+            elif waiting:
+                t = waiting.popleft()
+                idle_round += 1
+            else:
+                break
+            self._resume(t)
+            if t.error is not None:
+                error = t.error
+                break
+            if t.done:
+                finished += 1
+                idle_round, mark = 0, self.launch.progress
+                continue
+            waiting.append(t)
+            if self.launch.progress != mark:
+                idle_round, mark = 0, self.launch.progress
+            elif nxt is None and idle_round > len(waiting) + 1:
+                self.launch.tid = t.tid
+                self.launch.report(
+                    "SIM022", "error", "tiles wait for each other forever (deadlock)",
+                    detail=f"{len(waiting)} tile(s) spin on atomics that no running tile "
+                           "will change",
+                    help="a tile waits for a lock or flag that no other tile releases or sets; "
+                         "on the GPU this launch hangs", site=getattr(t, "site", -1))
+                self.launch.aborted = True
+                break
+        self.aborting = True
+        for t in waiting:          # let the paused threads end
+            t.go.release()
+        if error is not None and not isinstance(error, _Abort):
+            raise error
+        return finished
 
 
 # --- arguments ---------------------------------------------------------------------------------
@@ -569,21 +742,43 @@ def _rebind_globals(globals_: Mapping[str, Any], ns, memo: dict) -> dict[str, An
     """The kernel's module globals with ``cuda.tile`` replaced by the simulator's ``ct``, also
     inside the helper functions (``@ct.function``) a plain cuTile kernel calls."""
     out = dict(globals_)
-    for k, v in globals_.items():
-        if _is_cuda_tile(v):
-            out[k] = ns
-        elif isinstance(v, types.FunctionType) and not k.startswith("__"):
-            out[k] = _rebind_function(v, ns, memo)
+    for k, v in out.items():
+        if not k.startswith("__"):
+            out[k] = _rebind_value(v, ns, memo)
     return out
+
+
+def _rebind_value(v, ns, memo: dict, depth: int = 0):
+    """``v`` with ``cuda.tile`` replaced by the simulator's ``ct``: the module itself, a
+    function (helpers), and functions kept in tuples, lists and dicts (tables of
+    ``@ct.function``s that kernels pick with ``ct.static_eval``)."""
+    if _is_cuda_tile(v):
+        return ns
+    if isinstance(v, types.FunctionType):
+        if (v.__module__ or "").startswith("cuda.tile") and hasattr(ns, v.__name__):
+            return getattr(ns, v.__name__)          # `from cuda.tile import load`
+        return _rebind_function(v, ns, memo)
+    if depth < 3 and type(v) in (tuple, list, dict) and len(v) <= 256:
+        items = v.items() if type(v) is dict else enumerate(v)
+        new = {k: _rebind_value(x, ns, memo, depth + 1) for k, x in items}
+        if all(new[k] is x for k, x in (v.items() if type(v) is dict else enumerate(v))):
+            return v
+        return new if type(v) is dict else type(v)(new[i] for i in range(len(v)))
+    return v
 
 
 def _rebind_function(f, ns, memo: dict):
     base = inspect.unwrap(f)
-    if not isinstance(base, types.FunctionType) or base.__module__ in ("builtins",) or \
-            base.__module__.startswith(("cutile_lab.", "numpy", "cuda.")):
+    module = getattr(base, "__module__", None) or ""
+    if not isinstance(base, types.FunctionType) or module == "builtins" or \
+            module.startswith(("cutile_lab.", "numpy", "cuda.")):
         return f
     g = base.__globals__
-    if not any(_is_cuda_tile(v) for v in g.values()):
+    device_only = getattr(f, "_cutile_function_wrapper", False)     # @ct.function
+    if not device_only and not any(
+            _is_cuda_tile(v) or (isinstance(v, types.FunctionType)
+                                 and (v.__module__ or "").startswith("cuda.tile"))
+            for v in g.values()):
         return f
     key = id(base)
     if key in memo:
@@ -593,19 +788,25 @@ def _rebind_function(f, ns, memo: dict):
                                base.__closure__)
     clone.__kwdefaults__ = base.__kwdefaults__
     memo[key] = clone
-    for name in base.__code__.co_names:
-        v = g.get(name)
-        if _is_cuda_tile(v):
-            new_globals[name] = ns
-        elif isinstance(v, types.FunctionType):
-            new_globals[name] = _rebind_function(v, ns, memo)
+    for name in _names_used(base.__code__):
+        if name in g:
+            new_globals[name] = _rebind_value(g[name], ns, memo)
     return clone
+
+
+def _names_used(code) -> set[str]:
+    """Global names a function's code reads, nested code (comprehensions, lambdas) included."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _names_used(c)
+    return names
 
 
 # --- simulate ----------------------------------------------------------------------------------
 
 def simulate(kernel_or_kdef, args: Sequence, grid, consts: Mapping[str, int] | None = None, *,
-             record: bool = True) -> SimResult:
+             record: bool = True, check_types: bool = True) -> SimResult:
     """Run a kernel on the CPU, tile by tile, with NumPy.
 
     ``args`` are the kernel's runtime parameters in declared order: NumPy arrays for tensor
@@ -614,6 +815,9 @@ def simulate(kernel_or_kdef, args: Sequence, grid, consts: Mapping[str, int] | N
     parameters; a plain cuTile kernel's ``ct.Constant`` parameters); they may also be given
     positionally when ``args`` lists every declared parameter. ``grid`` is the number of tiles
     per axis (a tile-language launch infers it from the outputs' partitions: ceil(shape / tile)).
+
+    A plain cuTile kernel is first type-checked by cuTile's own front end for these argument
+    types (``check_types``; ``typecheck``): what cuTile rejects raises its message here too.
 
     With ``record`` (the default) every access is recorded: the result's ownership maps, race
     detection and per-tile counts; without it only out-of-range accesses are reported.
@@ -675,6 +879,10 @@ def simulate(kernel_or_kdef, args: Sequence, grid, consts: Mapping[str, int] | N
         values[name] = SimArray(a, D.of_numpy(a.dtype), name, trackers.get(name), (), mem)
     values.update(bound_consts)
     call_args = [values[n] for n in lowered.param_names]
+    if kdef.kind == "cutile" and check_types:
+        from cutile_lab.simulation.typecheck import check_with_cutile
+        check_with_cutile(kdef, lowered, values, bound_consts, globals_)
+        launch.types_checked = True
 
     namespace: dict[str, Any] = _rebind_globals(globals_, ns, {})
     for k, v in kernel_builtins(launch).items():
@@ -689,23 +897,27 @@ def simulate(kernel_or_kdef, args: Sequence, grid, consts: Mapping[str, int] | N
 
     tiles_run = 0
     g = grid_t
-    with np.errstate(all="ignore"):
-        try:
-            if len(g) == 1:
-                order = ((i, (i,)) for i in range(g[0]))
-            else:
-                order = enumerate(np.ndindex(*g))
-            for tid, bids in order:
-                launch.enter_tile(tid, bids)
-                try:
-                    fn(*call_args)
-                except _Abort:
-                    raise
-                except Exception as exc:
-                    raise launch.located_error(exc) from None
-                tiles_run += 1
-        except _Abort:
-            pass
+    if len(g) == 1:
+        order = ((i, (i,)) for i in range(g[0]))
+    else:
+        order = enumerate(np.ndindex(*g))
+    if "atomic_" in lowered.text and int(np.prod(g)) > 1:
+        # tiles may wait for each other (spin locks, flags): run them as coroutines
+        tiles_run = _Cooperative(launch, fn, call_args).run(order)
+    else:
+        with np.errstate(all="ignore"):
+            try:
+                for tid, bids in order:
+                    launch.enter_tile(tid, bids)
+                    try:
+                        fn(*call_args)
+                    except _Abort:
+                        raise
+                    except Exception as exc:
+                        raise launch.located_error(exc) from None
+                    tiles_run += 1
+            except _Abort:
+                pass
 
     result = SimResult(kernel=kdef.name, grid=grid_t, elapsed=0.0, tiles_run=tiles_run,
                        aborted=launch.aborted, recorded=record)

@@ -86,6 +86,10 @@ def _enum_name(v) -> str:
     return getattr(v, "name", str(v))
 
 
+def _view(a: np.ndarray, perm) -> np.ndarray:
+    return a.transpose(perm) if perm is not None else a
+
+
 class Tracker:
     """What one launch did to one argument's elements. Maps have the argument's full shape."""
 
@@ -98,6 +102,8 @@ class Tracker:
         self.reader: np.ndarray | None = None
         self.atomic: np.ndarray | None = None
         self.conflict: np.ndarray | None = None
+        self.epoch: np.ndarray | None = None
+        self.reader_epoch: np.ndarray | None = None
         self.writes: dict[int, int] = {}
         self.reads: dict[int, int] = {}
         # reads are marked in ``reader`` only once something writes this memory; until then
@@ -134,6 +140,17 @@ class Tracker:
         if self.conflict is None:
             self.conflict = np.zeros(self.shape, dtype=bool)
         return self.conflict
+
+    def epoch_map(self) -> np.ndarray:
+        """The epoch of its tile at which each element was last written (happens-before)."""
+        if self.epoch is None:
+            self.epoch = np.zeros(self.shape, dtype=np.int32)
+        return self.epoch
+
+    def reader_epoch_map(self) -> np.ndarray:
+        if self.reader_epoch is None:
+            self.reader_epoch = np.zeros(self.shape, dtype=np.int32)
+        return self.reader_epoch
 
 
 class SimArray:
@@ -178,6 +195,11 @@ class SimArray:
             self._views[which] = v
         return v
 
+    def get_raw_memory(self) -> "RawArrayMemory":
+        """cuTile's ``Array.get_raw_memory()``: loads, stores and atomics by element offset
+        from the array's base pointer."""
+        return RawArrayMemory(self)
+
     def slice(self, axis, start, stop) -> "SimArray":
         ax = operator.index(axis)
         if not -self.ndim <= ax < self.ndim:
@@ -215,6 +237,71 @@ def _compose_key(outer: tuple, inner: tuple, root_shape) -> tuple:
         else:
             out.append(slice(o0 + (i.start or 0), o0 + i.stop))
     return tuple(out)
+
+
+class RawArrayMemory:
+    """``array.get_raw_memory()``: element offsets from the base pointer become indices of the
+    (row-major contiguous) array, so every access is recorded and checked like a gather,
+    scatter or atomic; an offset outside the array is out of bounds (SIM003: the GPU does not
+    check raw offsets)."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: SimArray):
+        self.array = array
+
+    @property
+    def dtype(self):
+        return self.array.dtype
+
+    def _indices(self, offset, what: str):
+        arr = self.array
+        if not arr.data.flags.c_contiguous:
+            raise KernelError(f"{what}: raw memory of a non-contiguous array (`{arr.name}`) is "
+                              "not simulated", help="pass a contiguous array")
+        va, vd = _operand(offset)
+        if vd is not None and vd.category != INT:
+            raise KernelError(f"{what}: the offset must be an integer, got {vd}")
+        off = np.asarray(va).astype(np.int64)
+        inside = (off >= 0) & (off < max(arr.data.size, 1))
+        flat = np.where(inside, off, 0)
+        idx = np.unravel_index(flat, arr.shape) if arr.ndim else ()
+        idx = [np.where(inside, i, -1) if k == 0 else np.asarray(i) for k, i in enumerate(idx)]
+        return tuple(Tile(i.astype(np.int64), D.int64) for i in idx)
+
+    def load_offset(self, offset, /, *, mask=None, padding_value=0, latency=None) -> Tile:
+        ops = self.array.ops
+        return ops.gather(self.array, self._indices(offset, "load_offset"), mask=mask,
+                          padding_value=padding_value, check_bounds=False)
+
+    def store_offset(self, offset, value, /, *, mask=None, latency=None) -> None:
+        self.array.ops.scatter(self.array, self._indices(offset, "store_offset"), value,
+                               mask=mask, check_bounds=False)
+
+    def atomic_cas_offset(self, offset, expected, desired, /, *, mask=None,
+                          memory_order=None, memory_scope=None) -> Tile:
+        return self.array.ops._atomic("cas", self.array, self._indices(offset, "atomic_cas"),
+                                      desired, False, expected=expected, mask=mask,
+                                      what="atomic_cas_offset", memory_order=memory_order)
+
+    def _rmw(op):
+        def method(self, offset, update, /, *, mask=None, memory_order=None,
+                   memory_scope=None) -> Tile:
+            return self.array.ops._atomic(op, self.array, self._indices(offset, f"atomic_{op}"),
+                                          update, False, mask=mask,
+                                          what=f"atomic_{op}_offset",
+                                          memory_order=memory_order)
+        method.__name__ = f"atomic_{op}_offset"
+        return method
+
+    atomic_xchg_offset = _rmw("xchg")
+    atomic_add_offset = _rmw("add")
+    atomic_max_offset = _rmw("max")
+    atomic_min_offset = _rmw("min")
+    atomic_and_offset = _rmw("and")
+    atomic_or_offset = _rmw("or")
+    atomic_xor_offset = _rmw("xor")
+    del _rmw
 
 
 class TiledView:
@@ -332,6 +419,8 @@ class MemoryOps:
         o = own[sel]
         bad = (o != UNWRITTEN) & (o != tid)
         if bad.any():
+            bad &= ~launch.ordered_before(o, _view(arr.maps("epoch"), perm)[sel])
+        if bad.any():
             smap = arr.maps("site")
             if perm is not None:
                 smap = smap.transpose(perm)
@@ -339,17 +428,21 @@ class MemoryOps:
                                    sites=np.unique(smap[sel][bad]))
         self._mark_read(arr, sel, perm, tid)
 
-    @staticmethod
-    def _mark_read(arr: SimArray, sel, perm, tid: int) -> None:
+    def _mark_read(self, arr: SimArray, sel, perm, tid: int) -> None:
         rmap = arr.maps("reader")
         if perm is not None:
             rmap = rmap.transpose(perm)
         r = rmap[sel]
-        new = np.where((r == UNWRITTEN) | (r == tid), tid, _MULTI_READER).astype(np.int32)
+        mine = (r == UNWRITTEN) | (r == tid)
+        if self.launch.clocks and not mine.all():   # an earlier reader ordered before us
+            mine |= self.launch.ordered_before(r, _view(arr.maps("reader_epoch"), perm)[sel])
+        new = np.where(mine, tid, _MULTI_READER).astype(np.int32)
         if all(type(s_) is slice for s_ in sel):
             np.copyto(r, new)
         else:
             rmap[sel] = new
+        if self.launch.clocks:
+            _view(arr.maps("reader_epoch"), perm)[sel] = self.launch.epoch()
 
     def _record_write(self, arr: SimArray, sel, perm, count: int, *, atomic=False) -> None:
         launch = self.launch
@@ -373,18 +466,22 @@ class MemoryOps:
             r = (rmap.transpose(perm) if perm is not None else rmap)[sel]
             bad = (r != UNWRITTEN) & (r != tid)
             if bad.any():
+                bad &= ~launch.ordered_before(r, _view(arr.maps("reader_epoch"), perm)[sel])
+            if bad.any():
                 launch.read_write_race(arr, np.unique(r[bad]), int(bad.sum()),
                                        reader_side=False, sites=None)
         other = (o != UNWRITTEN) & (o != tid)
         new_owner = tid
         if other.any():
+            # accesses ordered before this one (through atomics: locks, flags) are no race
+            unordered = other & ~launch.ordered_before(o, _view(arr.maps("epoch"), perm)[sel])
             if tr.atomic is not None:
                 amap = arr.maps("atomic")
                 a_prev = (amap.transpose(perm) if perm is not None else amap)[sel]
             else:
                 a_prev = np.zeros(o.shape, dtype=bool)
             # atomics by several tiles on one element are fine; anything else is a race
-            racy = other & ~a_prev if atomic else other
+            racy = unordered & ~a_prev if atomic else unordered
             if racy.any():
                 prev_sites = smap[sel][racy]
                 prev_tiles = o[racy]
@@ -403,6 +500,10 @@ class MemoryOps:
             am[sel] = True
         own[sel] = new_owner
         smap[sel] = site
+        if launch.clocks:
+            _view(arr.maps("epoch"), perm)[sel] = launch.epoch()
+        if not atomic:
+            launch.progress += 1
         tr.writes[tid] = tr.writes.get(tid, 0) + count
 
     # --- tile-space load / store -----------------------------------------------------------
@@ -493,7 +594,8 @@ class MemoryOps:
     def _stored_values(self, tile, arr: SimArray, what: str) -> np.ndarray:
         va, vd = _operand(tile)
         try:
-            D.check_implicit_cast(vd, va, arr.dtype)
+            if not self.launch.types_checked:    # else cuTile's own front end checked it
+                D.check_implicit_cast(vd, va, arr.dtype)
         except PromotionError as e:
             raise KernelError(f"{what}: the tile is incompatible with `{arr.name}`'s dtype: {e}",
                               help=f"convert explicitly, e.g. `t.astype({arr.dtype.short})`") \
@@ -648,7 +750,8 @@ class MemoryOps:
         va, vd = _operand(value)
         if cast:
             try:
-                D.check_implicit_cast(vd, va, arr.dtype)
+                if not self.launch.types_checked:    # else cuTile's own front end checked it
+                    D.check_implicit_cast(vd, va, arr.dtype)
             except PromotionError as e:
                 raise KernelError(f"{what}: the {name} is incompatible with `{arr.name}`'s "
                                   f"dtype: {e}",
@@ -685,8 +788,24 @@ class MemoryOps:
         if self.launch.record and m.any():
             self._record_write(arr, sel, None, int(m.sum()))
 
-    def _atomic(self, op: str, array, indices, update, check_bounds, expected=None) -> Tile:
-        what = f"atomic_{op}"
+    def _synchronize(self, arr: SimArray, sel, memory_order, before: bool, wrote=None):
+        """Happens-before through this atomic (acquire before it, release after it)."""
+        order = _enum_name(memory_order) if memory_order is not None else "ACQ_REL"
+        wanted = ("ACQ_REL", "ACQUIRE") if before else ("ACQ_REL", "RELEASE")
+        if order not in wanted:
+            return
+        lanes = sel if wrote is None else tuple(s_[wrote] for s_ in sel)
+        if not lanes or not np.size(lanes[0]):
+            return
+        # a location is an element's address: the same element through two arguments is one
+        addr = arr.data.__array_interface__["data"][0] + sum(
+            np.asarray(ix, dtype=np.int64) * st for ix, st in zip(lanes, arr.data.strides))
+        locations = set(np.unique(np.asarray(addr)).tolist())
+        self.launch.synchronize(locations, acquire=before, release=not before)
+
+    def _atomic(self, op: str, array, indices, update, check_bounds, expected=None,
+                mask=None, what=None, memory_order=None) -> Tile:
+        what = what or f"atomic_{op}"
         arr = self._array(array, what)
         dt = arr.dtype
         allowed = {"xchg": "i32 i64 u32 u64 f32 f64", "add": "i32 i64 u32 u64 f32 f64 f16 bf16",
@@ -694,7 +813,7 @@ class MemoryOps:
         if dt.short not in allowed.split():
             raise KernelError(f"{what} does not support `{arr.name}`'s dtype {dt} "
                               f"(supported: {allowed})")
-        idx, m, shape = self._pointer_indices(arr, indices, None, check_bounds, what)
+        idx, m, shape = self._pointer_indices(arr, indices, mask, check_bounds, what)
         if op in ("and", "or", "xor"):
             ua, ud = _operand(update)
             if ud is not None and ud is not dt:
@@ -704,6 +823,7 @@ class MemoryOps:
         data = arr.data
         u = upd[m]
         n = u.shape[0]
+        self._synchronize(arr, sel, memory_order, before=True)
         dups = n > 1 and np.unique(np.ravel_multi_index(sel, arr.shape)).size != n
         if op == "cas":
             exp_full = self._values_for(expected, shape, arr, what, "expected value")
@@ -732,8 +852,26 @@ class MemoryOps:
             prev = self._serial_old(data, sel, u, uf) if dups else np.array(data[sel])
             uf.at(data, sel, u)
         result[m] = prev
+        if op == "cas":
+            wrote = prev == e
+        else:
+            wrote = np.ones(prev.shape, dtype=bool)
         if self.launch.record and n:
-            self._record_write(arr, sel, None, n, atomic=True)
+            if op == "cas" and not wrote.all():      # a failed compare-and-swap only reads
+                if wrote.any():
+                    self._record_write(arr, tuple(s_[wrote] for s_ in sel), None,
+                                       int(wrote.sum()), atomic=True)
+            else:
+                self._record_write(arr, sel, None, n, atomic=True)
+        self._synchronize(arr, sel, memory_order, before=False, wrote=wrote)
+        if dups:
+            changed = bool(wrote.any())
+        else:
+            changed = bool(n) and not np.array_equal(prev[wrote], data[sel][wrote])
+        if changed:
+            self.launch.progress += 1
+        elif n:
+            self.launch.wait_point()      # a spin: let the tile it waits for run
         return Tile(result, dt)
 
     @staticmethod
@@ -750,35 +888,36 @@ class MemoryOps:
 
     def atomic_add(self, array, indices, update, /, *, check_bounds=True,
                    memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE):
-        return self._atomic("add", array, indices, update, check_bounds)
+        return self._atomic("add", array, indices, update, check_bounds, memory_order=memory_order)
 
     def atomic_max(self, array, indices, update, /, *, check_bounds=True,
                    memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE):
-        return self._atomic("max", array, indices, update, check_bounds)
+        return self._atomic("max", array, indices, update, check_bounds, memory_order=memory_order)
 
     def atomic_min(self, array, indices, update, /, *, check_bounds=True,
                    memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE):
-        return self._atomic("min", array, indices, update, check_bounds)
+        return self._atomic("min", array, indices, update, check_bounds, memory_order=memory_order)
 
     def atomic_and(self, array, indices, update, /, *, check_bounds=True,
                    memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE):
-        return self._atomic("and", array, indices, update, check_bounds)
+        return self._atomic("and", array, indices, update, check_bounds, memory_order=memory_order)
 
     def atomic_or(self, array, indices, update, /, *, check_bounds=True,
                   memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE):
-        return self._atomic("or", array, indices, update, check_bounds)
+        return self._atomic("or", array, indices, update, check_bounds, memory_order=memory_order)
 
     def atomic_xor(self, array, indices, update, /, *, check_bounds=True,
                    memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE):
-        return self._atomic("xor", array, indices, update, check_bounds)
+        return self._atomic("xor", array, indices, update, check_bounds, memory_order=memory_order)
 
     def atomic_xchg(self, array, indices, update, /, *, check_bounds=True,
                     memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE):
-        return self._atomic("xchg", array, indices, update, check_bounds)
+        return self._atomic("xchg", array, indices, update, check_bounds, memory_order=memory_order)
 
     def atomic_cas(self, array, indices, expected, desired, /, *, check_bounds=True,
                    memory_order=MemoryOrder.ACQ_REL, memory_scope=MemoryScope.DEVICE):
-        return self._atomic("cas", array, indices, desired, check_bounds, expected=expected)
+        return self._atomic("cas", array, indices, desired, check_bounds, expected=expected,
+                            memory_order=memory_order)
 
     # --- advanced indexing ------------------------------------------------------------------
     def _advanced(self, arr: SimArray, indices, what):

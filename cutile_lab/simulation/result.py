@@ -5,11 +5,38 @@ timing) and its text summary. Pictures of it are drawn by ``picture``.
 """
 from __future__ import annotations
 
+import os
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from cutile_lab.errors import Diagnostic
+from cutile_lab.errors import Diagnostic, SimulationProblemError
+
+#: What a launch on the simulator backend does when the simulator finds an error (a race, an
+#: out-of-bounds tile, a failed assert, a deadlock) by the time its ``.sync()`` returns:
+#: ``"raise"`` (the default) raises ``SimulationProblemError`` with the located report,
+#: ``"warn"`` issues a ``SimulationWarning`` with the same report and returns, ``"ignore"``
+#: leaves it in ``op.sim_result``. Set it here, with ``set_on_error``, or with the environment
+#: variable ``CUTILE_LAB_SIM_ON_ERROR``.
+ON_ERROR_CHOICES = ("raise", "warn", "ignore")
+_on_error = [os.environ.get("CUTILE_LAB_SIM_ON_ERROR", "raise")]
+
+
+class SimulationWarning(UserWarning):
+    """The simulator found an error in a launch, and ``set_on_error("warn")`` is in effect."""
+
+
+def set_on_error(mode: str) -> None:
+    """``"raise"``, ``"warn"`` or ``"ignore"``: see ``ON_ERROR_CHOICES``."""
+    if mode not in ON_ERROR_CHOICES:
+        raise ValueError(f"on_error must be one of {', '.join(ON_ERROR_CHOICES)}, got {mode!r}")
+    _on_error[0] = mode
+
+
+def on_error() -> str:
+    mode = _on_error[0]
+    return mode if mode in ON_ERROR_CHOICES else "raise"
 
 
 @dataclass
@@ -57,6 +84,26 @@ class SimResult:
     @property
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.is_error]
+
+    def check(self, mode: str | None = None) -> None:
+        """Raise (or warn, or nothing: ``mode``, default ``on_error()``) when the launch had
+        errors, with every diagnostic rendered at the user's line."""
+        mode = mode or on_error()
+        errors = self.errors
+        if not errors or mode == "ignore":
+            return
+        from cutile_lab.checking.render import render_text
+        first = errors[0]
+        text = (f"the simulator found {len(errors)} error(s) in `{self.kernel}` "
+                f"(grid {self.grid}); first: [{first.code}] {first.message}\n"
+                + render_text(self.diagnostics, color=False))
+        if mode == "warn":
+            warnings.warn(text, SimulationWarning, stacklevel=3)
+            return
+        raise SimulationProblemError(
+            text, errors, self, span=first.span,
+            help="fix the kernel, or set cutile_lab.simulation.set_on_error(\"warn\") to see "
+                 "the report and go on")
 
     @property
     def ok(self) -> bool:

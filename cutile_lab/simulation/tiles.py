@@ -76,9 +76,7 @@ class Tile:
     def astype(self, dtype, *, rounding_mode=None) -> "Tile":
         return astype(self, dtype, rounding_mode=rounding_mode)
 
-    def reshape(self, *shape) -> "Tile":
-        if len(shape) == 1:
-            shape = shape[0]
+    def reshape(self, shape) -> "Tile":
         return reshape(self, shape)
 
     def permute(self, axes) -> "Tile":

@@ -60,6 +60,9 @@ def test_there_are_notebooks():
     # the tutorials are edited as text (jupytext pairs): no generator program any more
     assert {p.name for p in NOTEBOOKS if p.name[:2] <= "07"} <= {p.name for p in PAIRED}
     assert not (NB / "build.py").exists()
+    assert "08-existing-cutile-kernels.ipynb" in names
+    assert "09-cuda-cpp.ipynb" in names
+    assert "10-sweeps-at-scale.ipynb" in names
 
 
 # --- nbval ---------------------------------------------------------------------------------------

@@ -91,7 +91,8 @@ def test_every_tutorial_is_shipped_and_nothing_else_from_notebooks():
     forced = PYPROJECT["tool"]["hatch"]["build"]["targets"]["wheel"]["force-include"]
     assert forced["docs/diagnostics.md"] == "cutile_lab/docs/diagnostics.md"
     wanted = {f"notebooks/{p.name}" for p in (ROOT / "notebooks").glob("[0-9]*.ipynb")}
-    wanted |= {"notebooks/puzzles.py", "notebooks/README.md", "notebooks/recorded.py"}
+    wanted |= {"notebooks/puzzles.py", "notebooks/README.md", "notebooks/recorded.py",
+               "notebooks/existing_kernels.py"}
     # and what recorded.py reads, beside them
     import importlib.util
     spec = importlib.util.spec_from_file_location("recorded", ROOT / "notebooks" / "recorded.py")

@@ -95,7 +95,7 @@ def test_the_wheel_carries_extension_catalog_tutorials_license_and_metadata(whee
     assert {n for n in names if n.startswith("cutile_lab/tutorials/")} == {
         f"cutile_lab/tutorials/{p.name}" for p in (ROOT / "notebooks").glob("[0-9]*.ipynb")
     } | {"cutile_lab/tutorials/puzzles.py", "cutile_lab/tutorials/README.md",
-         "cutile_lab/tutorials/recorded.py"} | {
+         "cutile_lab/tutorials/recorded.py", "cutile_lab/tutorials/existing_kernels.py"} | {
         "cutile_lab/tutorials/" + dst.split("cutile_lab/tutorials/", 1)[1]
         for src, dst in FORCED.items() if src.startswith("benchmarks/results/")}
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
