@@ -46,10 +46,7 @@ def test_simulator_matches_numpy(case, rng):
 # Verdicts that need the checker's analysis by value (an index `(ct.bid(0), 0)` is the block's
 # own tile) and its following of raw-memory methods (issue 25, helper `checker`): expected to
 # fail until that work is merged; strict, so that they are unmarked as soon as it is.
-NEEDS_CHECKER = {"rowwise.softmax_rows", "rowwise.layernorm_fwd", "rowwise.layernorm_bwd_dx",
-                 "rowwise.rmsnorm_fwd", "rowwise.rmsnorm_bwd", "attention.attention_fwd",
-                 "memory_ops.embedding_gather", "reductions.prefix_sum_rows",
-                 "memory_ops.raw_copy_scaled", "memory_ops.raw_count_positive"}
+NEEDS_CHECKER: set[str] = set()     # every verdict holds with the merged checker
 
 
 def _verdict_param(case):
