@@ -24,8 +24,7 @@ def cmd_info(args) -> int:
     else:
         print(f"tileiras        {tc.version} ({tc.source}: {tc.tileiras})")
         print(f"tileirdisasm    {tc.tileirdisasm or 'not found'}")
-        sass = tc.nvdisasm or tc.cuobjdump
-        print(f"SASS            {sass or 'no disassembler (nvdisasm/cuobjdump) found'}")
+        print(f"SASS            {_sass_tool_line(tc)}")
     print(f"GPU             {_gpu_line()}")
     info = default_cache().info()
     print(f"cache           {info.get('path')} ({info.get('entries', 0)} entries, "
@@ -90,9 +89,26 @@ def cmd_compile(args) -> int:
               file=sys.stderr)
     elif args.emit == "lowered":
         _write(args.output, compiled.lowered_source)
+    elif args.emit == "sass":
+        _emit_sass(compiled, args.output)
     else:
         _write(args.output, _report_text(compiled))
     return 0
+
+
+def _sass_tool_line(tc) -> str:
+    """`cutile-lab info`'s SASS line: the disassembler, or how to get one."""
+    from cutile_lab.compiling.toolchain import SASS_HINT
+    return str(tc.nvdisasm or tc.cuobjdump or SASS_HINT)
+
+
+def _emit_sass(compiled, output: str | None) -> None:
+    """`--emit sass`: the kernel's SASS (kept in the compile cache), or a located error."""
+    from cutile_lab.compiling.toolchain import SASS_HINT
+    text = compiled.sass
+    if not text:
+        raise CutileLabError(f"cannot show the SASS of `{compiled.name}`", help=SASS_HINT)
+    _write(output, text)
 
 
 def _report_text(compiled) -> str:
@@ -150,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--kernel", help="which kernel, when the file has several")
     k.add_argument("--arch", default="sm_90", help="target, e.g. sm_80, sm_90, sm_100, sm_120")
     k.add_argument("--spec", help="const generics, e.g. B=128,BK=64")
-    k.add_argument("--emit", choices=["tileir", "cubin", "report", "lowered"], default="report")
+    k.add_argument("--emit", choices=["tileir", "cubin", "sass", "report", "lowered"], default="report")
     k.add_argument("-o", "--output", help="output file (default: stdout; cubin: NAME.ARCH.cubin)")
     k.add_argument("--no-cache", action="store_true", help="compile even if cached")
     k.set_defaults(func=cmd_compile)

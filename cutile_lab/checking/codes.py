@@ -84,6 +84,8 @@ _TABLE: list[tuple[str, Severity, str]] = [
     ("TL117", "error", "a parameter is missing, or an argument matches no parameter"),
     ("TL118", "error", "a tensor is passed for a scalar parameter, or a scalar for a tensor"),
     ("TL119", "error", "the `Mut` outputs' partitions have different numbers of tiles"),
+    ("TL120", "warning", "a shared input read with `load_tile_like` is smaller than the output: "
+                         "some tiles read padding"),
 ]
 
 CODES: dict[str, Code] = {
