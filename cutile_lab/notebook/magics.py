@@ -473,6 +473,21 @@ class TileMagics(Magics):
         return run_tile_roofline(self.shell, line)
 
     @line_magic
+    def tile_diff(self, line: str = ""):
+        """Compare two compiles of a kernel side by side: Tile IR diff, SASS diff, resources
+        and compile times (what Compiler Explorer's diff view shows).
+
+        ``%tile_diff KERNEL LEFT RIGHT``; each side is a comma list of const generics,
+        ``arch=`` and compiler hints (``opt_level``, ``occupancy``, ``num_ctas``)::
+
+            %tile_diff add B=128 B=256                     # two specializations
+            %tile_diff add B=128,arch=sm_90 B=128,arch=sm_100   # two architectures
+            %tile_diff add B=128 B=128,opt_level=1         # two option sets
+        """
+        from cutile_lab.notebook.compare import run_tile_diff
+        run_tile_diff(self.shell, line)
+
+    @line_magic
     def tile_bandwidth(self, line: str = ""):
         """Plot achieved bandwidth against bytes moved, one line per kernel, for everything
         measured so far, against the datasheet bandwidth and the measured copy ceiling."""
@@ -577,8 +592,9 @@ def load_ipython_extension(ipython) -> None:
     global _prewarm_thread
     ipython.register_magics(TileMagics)
     _inject_names(ipython)
-    from cutile_lab.notebook import launch_view
+    from cutile_lab.notebook import launch_view, live
     launch_view.install(ipython)
+    live.register(ipython)
     if _prewarm_thread is None and os.environ.get("CUTILE_LAB_NO_PREWARM", "") in ("", "0"):
         import threading
         _prewarm_thread = threading.Thread(target=_prewarm, name="cutile-lab-prewarm",
