@@ -133,3 +133,63 @@ def test_no_warning_when_the_input_covers_the_output(shell):
     cell = _run_showing_warnings(shell, "z = cl.zeros(1024).sync(); x = cl.randn(1024).sync()\n"
                      "zp, _, _ = add(z.partition(128), x, x).sync()\n")
     assert cell.ok and not _launch_reports(cell)
+
+
+def test_explore_keeps_one_row_per_configuration(shell):
+    from cutile_lab.notebook import explore
+    assert shell.run("%%tilekernel\n" + ADD).ok
+    add = shell.ns["add"]
+    rng = np.random.default_rng()
+
+    def make_args(B, N=1):
+        import cutile_lab as cl
+        n = int(rng.integers(300, 900))
+        return (cl.zeros(n).sync().partition(B), cl.asarray(rng.standard_normal(n)
+                .astype(np.float32)), cl.asarray(rng.standard_normal(n).astype(np.float32)))
+    ex = explore(add, make_args, B=[64, 128, 256])
+    ex.controls["B"].value = 128
+    ex.controls["B"].value = 64                                # tried again: same row
+    ex.controls["B"].value = 128
+    assert list(ex.history["B"]) == [64, 128]
+    plot, table = ex.widget.children[-1].children
+    assert plot.layout.min_width and plot.layout.flex.startswith("0 0")
+    assert table.layout.overflow == "auto" and "wrap" in ex.widget.children[-1].layout.flex_flow
+
+
+def test_roofline_caption_is_honest_without_measurements():
+    from cutile_lab.notebook.timing import roofline_of
+    fig, _notes = roofline_of([])
+    caption = fig._suptitle.get_text()
+    assert "no kernel measured yet" in caption and "measured dashed" not in caption
+
+
+@pytest.mark.skipif(toolchain_or_none() is None, reason="no Tile IR toolchain")
+def test_tile_diff_two_specializations(shell):
+    assert shell.run("%%tilekernel\n" + ADD).ok
+    small, big = random.sample([64, 128, 256, 512], 2)
+    cell = shell.run(f"%tile_diff add B={small} B={big}")
+    assert cell.ok, cell.error
+    r = cell.report
+    assert r["kind"] == "diff"
+    d = r["diff"]
+    assert d["left"]["consts"] == {"B": small} and d["right"]["consts"] == {"B": big}
+    changed = [row for row in d["tileir"]["rows"] if row[0] != "equal"]
+    assert any(f"tile<{small}xf32>" in (row[2] or "") and f"tile<{big}xf32>" in (row[4] or "")
+               for row in changed)
+    assert d["sass"] is not None and d["sass"]["rows"]
+    assert all("/*" not in (row[2] or "") for row in d["sass"]["rows"])   # no addresses
+    assert d["left"]["resources"]["registers"] > 0
+    assert f"B={small} vs B={big}" in cell.text
+
+
+def test_tile_diff_options_and_usage(shell):
+    from IPython.core.error import UsageError
+    from cutile_lab.notebook.compare import parse_side
+    side = parse_side("B=128,arch=sm_100,opt_level=2", "sm_90")
+    assert side == {"label": "B=128,arch=sm_100,opt_level=2", "arch": "sm_100",
+                    "consts": {"B": 128}, "options": {"opt_level": 2}}
+    with pytest.raises(UsageError):
+        parse_side("B", "sm_90")
+    assert shell.run("%%tilekernel\n" + ADD).ok
+    cell = shell.run("%tile_diff ad B=64 B=128")
+    assert not cell.ok and "did you mean `add`" in str(cell.error)
