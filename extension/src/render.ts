@@ -54,6 +54,7 @@ const TAB_LABELS: Record<TabId, string> = {
 export function renderReport(bundle: IReportBundle, options: IRenderOptions = {}): HTMLElement {
   const ctx = new Context(bundle, options);
   const root = el('div', 'cutile-lab-report');
+  root.dataset.kind = bundle.kind;
   root.append(renderHeader(ctx));
   const notes = (bundle.notes ?? []).filter(n => typeof n === 'string' && n);
   if (notes.length) {
@@ -220,7 +221,8 @@ function renderHeader(ctx: Context): HTMLElement {
     header.title = bundle.summary;
   }
   const consts = Object.entries(bundle.consts ?? {}).map(([k, v]) => `${k}=${v}`);
-  for (const chip of [bundle.kind, bundle.arch, bundle.device, ...consts]) {
+  const kind = bundle.kernel ? bundle.kind : null; // else the kind is the title already
+  for (const chip of [kind, bundle.arch, bundle.device, ...consts]) {
     if (chip) {
       header.append(el('span', 'cutile-lab-chip', String(chip)));
     }
@@ -646,7 +648,7 @@ function renderSass(ctx: Context): HTMLElement | null {
   if (sass) {
     return el('pre', 'cutile-lab-pre cutile-lab-sass', sass);
   }
-  if (hint || status === 'compiled') {
+  if (hint || (status === 'compiled' && ctx.bundle.kind === 'compile')) {
     // A compiled kernel always has a SASS tab: the SASS, or why there is none and what to do.
     return el('div', 'cutile-lab-note cutile-lab-sass-hint', hint || 'No SASS in this report.');
   }
