@@ -19,11 +19,18 @@ export function renderDiffSummary(diff: IDiff): HTMLElement {
     if (String(a) !== String(b)) {
       tr.classList.add('cutile-lab-diff-changed');
     }
-    tr.append(el('th', '', name), el('td', 'cutile-lab-num', show(a)), el('td', 'cutile-lab-num', show(b)));
+    tr.append(
+      el('th', '', name),
+      el('td', 'cutile-lab-num', show(a)),
+      el('td', 'cutile-lab-num', show(b))
+    );
   };
   add('arch', diff.left.arch, diff.right.arch);
   const keys = [
-    ...new Set([...Object.keys(diff.left.resources ?? {}), ...Object.keys(diff.right.resources ?? {})])
+    ...new Set([
+      ...Object.keys(diff.left.resources ?? {}),
+      ...Object.keys(diff.right.resources ?? {})
+    ])
   ];
   for (const k of keys) {
     add(k.replace(/_/g, ' '), diff.left.resources?.[k], diff.right.resources?.[k]);
@@ -47,9 +54,7 @@ export function renderLineDiff(diff: ILineDiff, left: string, right: string): HT
   const grid = el('div', 'cutile-lab-diff-grid cutile-lab-code-block');
   const rows = diff.rows ?? [];
   const keep = rows.map((r, i) =>
-    rows
-      .slice(Math.max(0, i - CONTEXT), i + CONTEXT + 1)
-      .some(near => near[0] !== 'equal')
+    rows.slice(Math.max(0, i - CONTEXT), i + CONTEXT + 1).some(near => near[0] !== 'equal')
   );
   let folded = 0;
   const flush = () => {
@@ -68,9 +73,17 @@ export function renderLineDiff(diff: ILineDiff, left: string, right: string): HT
     const line = el('div', `cutile-lab-diff-row cutile-lab-diff-${tag}`);
     line.append(
       el('span', 'cutile-lab-ln', ln === null ? '' : String(ln)),
-      el('span', `cutile-lab-diff-text ${lt !== null && tag !== 'equal' ? 'cutile-lab-diff-old' : ''}`, lt ?? ''),
+      el(
+        'span',
+        `cutile-lab-diff-text ${lt !== null && tag !== 'equal' ? 'cutile-lab-diff-old' : ''}`,
+        lt ?? ''
+      ),
       el('span', 'cutile-lab-ln', rn === null ? '' : String(rn)),
-      el('span', `cutile-lab-diff-text ${rt !== null && tag !== 'equal' ? 'cutile-lab-diff-new' : ''}`, rt ?? '')
+      el(
+        'span',
+        `cutile-lab-diff-text ${rt !== null && tag !== 'equal' ? 'cutile-lab-diff-new' : ''}`,
+        rt ?? ''
+      )
     );
     grid.append(line);
   });

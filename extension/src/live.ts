@@ -21,7 +21,12 @@ export interface ILiveDiagnostic {
   severity?: string | null;
   message: string;
   help?: string | null;
-  span?: { line: number; col?: number | null; end_line?: number | null; end_col?: number | null } | null;
+  span?: {
+    line: number;
+    col?: number | null;
+    end_line?: number | null;
+    end_col?: number | null;
+  } | null;
 }
 
 interface IMarked {

@@ -155,7 +155,9 @@ try {
       const r = n.getBoundingClientRect();
       return { x: r.x, y: r.y, width: r.width, height: r.height };
     };
-    const outputs = [...document.querySelectorAll(".jp-OutputArea .widget-output")];
+    const outputs = [
+      ...document.querySelectorAll(".jp-OutputArea .widget-output"),
+    ];
     const table = outputs.find((o) => o.querySelector("table"));
     const area = img.closest(".jp-OutputArea-output");
     return {
@@ -204,14 +206,11 @@ try {
   step("launch error");
 
   // --- live diagnostics: type a store into a shared input, without running the cell ---
-  await page.evaluate(
-    (i) => {
-      const nb = window.jupyterapp.shell.currentWidget.content;
-      nb.activeCellIndex = i;
-      nb.mode = "edit";
-    },
-    cfg.liveCell,
-  );
+  await page.evaluate((i) => {
+    const nb = window.jupyterapp.shell.currentWidget.content;
+    nb.activeCellIndex = i;
+    nb.mode = "edit";
+  }, cfg.liveCell);
   const cell = page.locator(".jp-Notebook .jp-Cell").nth(cfg.liveCell);
   await cell.scrollIntoViewIfNeeded();
   await cell.locator(".cm-content").click();
@@ -250,7 +249,10 @@ try {
     out.cellsAtFailure = await context.pages()[0].evaluate(() =>
       [...document.querySelectorAll(".jp-Notebook .jp-Cell")].map((c) => ({
         prompt: c.querySelector(".jp-InputPrompt")?.textContent,
-        output: (c.querySelector(".jp-OutputArea")?.textContent ?? "").slice(0, 300),
+        output: (c.querySelector(".jp-OutputArea")?.textContent ?? "").slice(
+          0,
+          300,
+        ),
         reports: c.querySelectorAll(".cutile-lab-report").length,
       })),
     );
@@ -258,7 +260,9 @@ try {
     // ignore
   }
   try {
-    await context.pages()[0].screenshot({ path: shot("experience-failure.png") });
+    await context
+      .pages()[0]
+      .screenshot({ path: shot("experience-failure.png") });
   } catch {
     // ignore
   }
