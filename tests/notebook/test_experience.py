@@ -193,3 +193,12 @@ def test_tile_diff_options_and_usage(shell):
     assert shell.run("%%tilekernel\n" + ADD).ok
     cell = shell.run("%tile_diff ad B=64 B=128")
     assert not cell.ok and "did you mean `add`" in str(cell.error)
+
+
+@pytest.mark.skipif(toolchain_or_none() is None, reason="no Tile IR toolchain")
+def test_sass_line_comments_name_the_cells_lines(shell):
+    cell = shell.run("%%tilekernel --spec B=128\n" + ADD)
+    sass = cell.report["sass"]
+    assert "<lowered" not in sass
+    assert "//## line 3: tx = load_tile_like(x, z)" in sass or \
+        "//## line 5: z.store(tx + ty)" in sass
