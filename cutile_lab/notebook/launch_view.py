@@ -69,7 +69,7 @@ def locate(diags: Sequence[Diagnostic], user_span: Span | None) -> list[Diagnost
     out = []
     for d in diags:
         if d.span is None or d.span.filename != user_span.filename:
-            labels = ((Label(d.span, "reported here"),) if d.span is not None else ()) + d.labels
+            labels = ((Label(d.span, "found here"),) if d.span is not None else ()) + d.labels
             d = replace(d, span=user_span, labels=labels)
         out.append(d)
     return out
