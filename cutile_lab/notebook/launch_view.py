@@ -163,7 +163,11 @@ def show_error(shell, error: CutileLabError, tb=None) -> None:
     from cutile_lab.notebook.magics import _cell_id
     from cutile_lab.notebook.report import publish
     cells = CellNames(shell)
-    diags = locate(diagnostics_of(error), _user_frame_span(tb, cells) if tb else None)
+    # diagnostics carry their own places (a kernel's, a launch's); a plain error is moved to
+    # the user's line that led to it
+    user = None if isinstance(error, KernelDiagnosticsError) or tb is None \
+        else _user_frame_span(tb, cells)
+    diags = locate(diagnostics_of(error), user)
     publish(launch_report_bundle(diags, cells, cell_id=_cell_id(shell)))
 
 

@@ -202,3 +202,21 @@ def test_sass_line_comments_name_the_cells_lines(shell):
     assert "<lowered" not in sass
     assert "//## line 3: tx = load_tile_like(x, z)" in sass or \
         "//## line 5: z.store(tx + ty)" in sass
+
+
+def test_live_check_numbers_the_cell_and_runs_nothing(shell):
+    from cutile_lab.notebook.live import check_cell
+    ran = []
+    ns = {"record": ran.append}
+    code = ('%%tilekernel --spec B=128\nrecord(1)\n'
+            'def f(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):\n'
+            '    t = load_tile_like(x, z)\n'
+            '    z.store(t)\n'
+            '    x.store(t)\n')
+    diags = check_cell(code, ns)
+    assert [d["code"] for d in diags] == ["TL010"]
+    assert diags[0]["span"]["line"] == 6 and diags[0]["span"]["col"] == 4      # the cell's line
+    assert diags[0]["help"] and not ran and "f" not in ns
+    assert check_cell("x = 1\n", ns) == []                                    # not a kernel cell
+    half = check_cell("%%tilekernel\ndef f(z: Mut[Tensor[f32, \"B\"]], x: Tensor[", ns)
+    assert [d["code"] for d in half] == ["CL010"] and half[0]["span"]["line"] == 2  # no raise
