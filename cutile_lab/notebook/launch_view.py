@@ -180,7 +180,11 @@ def _custom_exc(shell, etype, value, tb, tb_offset=None):
         return shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
     first = diagnostics_of(value)[0]
     line = f"{etype.__name__}: [{first.code}] {first.message} (see the report above)"
-    return [f"\x1b[0;31m{line}\x1b[0m"]
+    stb = [f"\x1b[0;31m{line}\x1b[0m"]
+    # IPython's run_code drops what a custom handler returns: show the error output (the
+    # front end's "this cell failed", and what stops "Run All") here
+    shell._showtraceback(etype, value, stb)
+    return []
 
 
 _original_showwarning = None

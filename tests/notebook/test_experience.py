@@ -96,6 +96,8 @@ def test_launch_error_is_a_panel_at_the_cells_line(shell):
     assert r["source"]["filename"] == f"cell [{shell.ip.execution_count - 1}]"
     assert [lab["span"]["line"] for lab in d["labels"]] == [2]      # moved here
     assert "TL102" in cell.html and "ipython-input" not in cell.text
+    # and one short error line (what marks the cell failed and stops "Run All"), no traceback
+    assert "[TL102]" in cell.stdout and "Traceback" not in cell.stdout
 
 
 def test_simulator_failure_has_a_code_at_the_launch_line(shell):
