@@ -30,19 +30,43 @@ _LAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 class CellNames:
     """Which cell a file name is, and how its lines count in that cell."""
 
-    def __init__(self, shell):
+    def __init__(self, shell, running: str | None = None):
         compiler = getattr(shell, "compile", None)
         self._cells: dict[str, int] = dict(getattr(compiler, "_filename_map", {}) or {})
+        self.running = running
 
     def of(self, filename: str) -> tuple[str, int] | None:
-        """``(shown name, line offset)`` for a notebook file, or None for a real file."""
+        """``(shown name, line offset)`` for a notebook file, or None for a real file. The
+        running cell (where the panel shows) is "this cell"; others are named by their
+        execution count, as the front end shows it."""
         m = _TILEKERNEL.match(filename)
         if m:
             return f"cell [{m.group(1)}]", 1          # the %%tilekernel line comes first
+        if filename == self.running:
+            return "this cell", 0
         n = self._cells.get(filename)
         if n is not None:
             return f"cell [{n}]", 0
         return None
+
+
+def running_cell_file(shell, tb=None) -> str | None:
+    """The file of the cell that is running: the outermost notebook frame of ``tb`` (an
+    error's traceback), else of the current stack (a warning)."""
+    cells = CellNames(shell)
+    if tb is not None:
+        for frame in traceback.extract_tb(tb):
+            if frame.name == "<module>" and cells.of(frame.filename) is not None:
+                return frame.filename
+        return None
+    import sys
+    found = None
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_name == "<module>" and cells.of(f.f_code.co_filename) is not None:
+            found = f.f_code.co_filename
+        f = f.f_back
+    return found
 
     def shown(self, filename: str) -> str:
         hit = self.of(filename)
@@ -162,7 +186,7 @@ def show_error(shell, error: CutileLabError, tb=None) -> None:
     """Publish ``error`` as a launch report located at the user's line."""
     from cutile_lab.notebook.magics import _cell_id
     from cutile_lab.notebook.report import publish
-    cells = CellNames(shell)
+    cells = CellNames(shell, running_cell_file(shell, tb))
     # diagnostics carry their own places (a kernel's, a launch's); a plain error is moved to
     # the user's line that led to it
     user = None if isinstance(error, KernelDiagnosticsError) or tb is None \
@@ -195,7 +219,7 @@ def _showwarning(message, category, filename, lineno, file=None, line=None):
     shell = _shell()
     if shell is not None and isinstance(message, LaunchWarning):
         try:
-            cells = CellNames(shell)
+            cells = CellNames(shell, running_cell_file(shell))
             from cutile_lab.notebook.magics import _cell_id
             from cutile_lab.notebook.report import publish
             publish(launch_report_bundle([message.diagnostic], cells, cell_id=_cell_id(shell)))
