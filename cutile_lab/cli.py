@@ -25,8 +25,7 @@ def cmd_info(args) -> int:
     else:
         print(f"tileiras        {tc.version} ({tc.source}: {tc.tileiras})")
         print(f"tileirdisasm    {tc.tileirdisasm or 'not found'}")
-        sass = tc.nvdisasm or tc.cuobjdump
-        print(f"SASS            {sass or 'no disassembler (nvdisasm/cuobjdump) found'}")
+        print(f"SASS            {_sass_tool_line(tc)}")
     from cutile_lab.compiling.nvrtc import nvrtc_version
     nvrtc = nvrtc_version()
     print("NVRTC           " + (nvrtc or "not found: CUDA C++ kernels cannot compile "
@@ -121,6 +120,8 @@ def cmd_compile(args) -> int:
               file=sys.stderr)
     elif args.emit == "lowered":
         _write(args.output, compiled.lowered_source)
+    elif args.emit == "sass":
+        _emit_sass(compiled, args.output)
     else:
         _write(args.output, _report_text(compiled) + _report_sections(compiled, args.show))
     return 0
@@ -262,6 +263,21 @@ def _has_default(kdef, name: str) -> bool:
     return name in with_default
 
 
+def _sass_tool_line(tc) -> str:
+    """`cutile-lab info`'s SASS line: the disassembler, or how to get one."""
+    from cutile_lab.compiling.toolchain import SASS_HINT
+    return str(tc.nvdisasm or tc.cuobjdump or SASS_HINT)
+
+
+def _emit_sass(compiled, output: str | None) -> None:
+    """`--emit sass`: the kernel's SASS (kept in the compile cache), or a located error."""
+    from cutile_lab.compiling.toolchain import SASS_HINT
+    text = compiled.sass
+    if not text:
+        raise CutileLabError(f"cannot show the SASS of `{compiled.name}`", help=SASS_HINT)
+    _write(output, text)
+
+
 def _report_text(compiled) -> str:
     r = compiled.resources
     lines = [f"kernel          {compiled.name} ({compiled.symbol})",
@@ -382,7 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--arg", action="append", metavar="NAME=VALUE",
                    help="a parameter's type or a constant's value (repeat it): x=f16[?,?] "
                         "(array), n=i32 (scalar), B=128, eps=1e-6, causal=true (constants)")
-    k.add_argument("--emit", choices=["tileir", "cubin", "report", "lowered"], default="report")
+    k.add_argument("--emit", choices=["tileir", "cubin", "sass", "report", "lowered"], default="report")
     k.add_argument("-o", "--output", help="output file (default: stdout; cubin: NAME.ARCH.cubin)")
     k.add_argument("--no-cache", action="store_true", help="compile even if cached")
     k.add_argument("--show", metavar="SECTIONS",

@@ -154,3 +154,20 @@ class SimulationProblemError(SimulationError):
         super().__init__(message, **kw)
         self.diagnostics = diagnostics
         self.result = result
+class LaunchWarning(UserWarning):
+    """A launch that runs, but likely not as meant (a ``warning`` launch diagnostic such as
+    TL120). Issued with ``warnings.warn_explicit`` at the user's launch line; its text is the
+    rendered diagnostic, and ``diagnostic`` is the value (the notebook shows it as a panel)."""
+
+    def __init__(self, diagnostic: Diagnostic):
+        super().__init__(f"[{diagnostic.code}] {diagnostic.message}")
+        self.diagnostic = diagnostic
+
+    def __str__(self) -> str:
+        import linecache
+        from cutile_lab.checking.render import render_text
+        try:
+            return render_text([self.diagnostic],
+                               lambda f, n: linecache.getline(f, n).rstrip("\r\n"))
+        except Exception:       # the value is what matters; the text is a nicety
+            return self.args[0]

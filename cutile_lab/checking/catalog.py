@@ -28,7 +28,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cutile_lab.checking.launch_rules import ArgDesc, BorrowState, check_launch
+from cutile_lab.checking.launch_rules import ArgDesc, BorrowState, check_launch, padded_reads
 from cutile_lab.errors import Diagnostic, Span
 from cutile_lab.language.dtypes import DType, dtype_by_name
 from cutile_lab.language.frontend import KernelSource, parse_kernels
@@ -195,6 +195,8 @@ class SimKernel:
             else:
                 descs.append(ArgDesc(name, "scalar", value=value))
         diags = check_launch(self.kdef, descs, site, host.borrows)
+        if not any(d.is_error for d in diags):
+            diags = diags + padded_reads(self.kdef, descs, site)
         host.diagnostics.extend(diags)
         if any(d.is_error for d in diags):
             return SimOp(host, self.kdef.name)

@@ -100,6 +100,8 @@ _TABLE: list[tuple[str, Severity, str]] = [
     ("TL153", "error", "a library function's argument has a dtype it does not take"),
     ("TL154", "error", "a library function's argument is on another device or backend"),
     ("TL155", "error", "a library function's option has a value it does not take"),
+    ("TL120", "warning", "a shared input read with `load_tile_like` is smaller than the output: "
+                         "some tiles read padding"),
 ]
 
 def _level(code: str) -> str:

@@ -273,7 +273,7 @@ class BorrowState:
                 return Diagnostic(
                     "TL103", "error", f"{what} cannot be {'read' if how == 'read' else 'written'}"
                                       f" on the host: `{writer.description}` is still writing "
-                                      "it on the GPU", where, label,
+                                      "it", where, label,
                     help="wait for that work first (call `.sync()` on it, or `await` it), then "
                          "access the tensor",
                     notes=("until the work completes, the tensor may hold a mix of old and new "
@@ -478,6 +478,76 @@ def borrow_problems(arrays: Sequence[ArgDesc], borrows: BorrowState | None,
             if d is not None:
                 problems.append(("borrow", a, d))
     return problems
+
+
+# --- TL120: tiles that read padding ------------------------------------------------------------
+
+_LIKE_READS: dict[int, tuple] = {}
+
+
+def _like_reads(kdef: KernelDef) -> list[tuple[str, str, ast.Call]]:
+    """``(shared input, Mut output, call)`` of every ``load_tile_like(x, z)`` in the kernel
+    whose two arguments are the parameters themselves (remembered per kernel definition)."""
+    held = _LIKE_READS.get(id(kdef))
+    if held is not None and held[0] is kdef:
+        return held[1]
+    roles = {p.name: p.role for p in kdef.params}
+    found = []
+    for n in ast.walk(kdef.node):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) \
+                and n.func.id == "load_tile_like" and len(n.args) >= 2 \
+                and all(isinstance(a, ast.Name) for a in n.args[:2]):
+            x, z = n.args[0].id, n.args[1].id
+            if roles.get(x) == "shared" and roles.get(z) == "mut":
+                found.append((x, z, n))
+    if len(_LIKE_READS) > 512:
+        _LIKE_READS.clear()
+    _LIKE_READS[id(kdef)] = (kdef, found)
+    return found
+
+
+def padded_reads(kdef: KernelDef, args: Sequence[ArgDesc],
+                 call_site: Span | None = None) -> list[Diagnostic]:
+    """TL120 (warning): ``load_tile_like(x, z)`` where the shared input ``x`` is shorter than
+    the partitioned output ``z`` along some axis, so the tiles of ``z`` past ``x``'s end read
+    padding instead of data (a launch the other rules accept, whose result would silently be
+    wrong). One diagnostic per (input, output) pair, at the launch line, with a label at the
+    read in the kernel."""
+    reads = _like_reads(kdef)
+    if not reads:
+        return []
+    by_name = {a.name: a for a in args}
+    out: list[Diagnostic] = []
+    seen: set[tuple[str, str]] = set()
+    for x_name, z_name, call in reads:
+        x, z = by_name.get(x_name), by_name.get(z_name)
+        if x is None or z is None or (x_name, z_name) in seen or z.partition_tile is None \
+                or len(x.shape) != len(z.shape) or len(z.partition_tile) != len(z.shape):
+            continue
+        short = [(ax, xs, zs, t) for ax, (xs, zs, t) in
+                 enumerate(zip(x.shape, z.shape, z.partition_tile)) if t and xs < zs]
+        if not short:
+            continue
+        seen.add((x_name, z_name))
+        ax, xs, zs, t = short[0]
+        tiles = -(-zs // t)
+        first = xs // t                  # the first tile that reaches past x's end
+        which = f"tile {first}" if first == tiles - 1 else f"tiles {first} to {tiles - 1}"
+        axis = f" along axis {ax}" if len(z.shape) > 1 else ""
+        noun = "elements" if len(z.shape) == 1 else "rows" if ax == 0 else "columns" \
+            if ax == len(z.shape) - 1 else "entries"
+        labels = (Label(kdef.source.span(call),
+                        f"`{x_name}` is read in the shape of `{z_name}`'s tile here"),)
+        out.append(Diagnostic(
+            "TL120", "warning",
+            f"`{x_name}` has {xs} {noun}{axis} but the partitioned `{z_name}` has {zs}: "
+            f"{which} (of {tiles}) of `{z_name}` read past the end of `{x_name}` and get "
+            "padding, not data", call_site, labels,
+            help=f"pass an `{x_name}` that covers `{z_name}` (shape {tuple(z.shape)}), or "
+                 f"partition only the part of `{z_name}` that `{x_name}` covers",
+            notes=("a load past the end of a tensor is padded (masked), so no error stops "
+                   "it: the result is just wrong",)))
+    return out
 
 
 # --- turning problems into diagnostics ------------------------------------------------------------

@@ -48,10 +48,19 @@ class CompiledKernel:
 
     @property
     def sass(self) -> str | None:
-        """SASS from nvdisasm/cuobjdump when one is installed (computed on first use)."""
+        """SASS from nvdisasm/cuobjdump (the ``nvidia-cuda-nvdisasm`` wheel is a dependency),
+        or None without a disassembler. Disassembled on first use and kept in the compile
+        cache beside the cubin, so a cached compile has it at once."""
         if self._sass is None:
             from cutile_lab.compiling.toolchain import disassemble_sass
-            self._sass = disassemble_sass(self.cubin) or ""
+            text = disassemble_sass(self.cubin) or ""
+            self._sass = text
+            if text and self.key:
+                from cutile_lab.compiling.cache import default_cache
+                try:
+                    default_cache().add_blobs(self.key, {"sass": text.encode("utf-8")})
+                except Exception:     # a cache must not break a report
+                    pass
         return self._sass or None
 
     def metadata(self) -> dict:
@@ -66,6 +75,8 @@ class CompiledKernel:
         fields_ = {k: v for k, v in meta.items() if k in cls.__dataclass_fields__}
         fields_["params"] = [LaunchParam(**p) for p in meta["params"]]
         fields_["tileir_line_map"] = [tuple(x) for x in meta["tileir_line_map"]]
+        if "sass" in blobs:
+            fields_["_sass"] = blobs["sass"].decode("utf-8", "replace")
         return cls(cubin=blobs["cubin"], bytecode=blobs["bytecode"], **fields_)
 
     def summary(self) -> str:

@@ -193,6 +193,20 @@ class CompileCache:
             except OSError as e:
                 log.warning("could not write compile cache entry %s: %s", folder, e)
 
+    def add_blobs(self, key: str, blobs: dict[str, bytes]) -> bool:
+        """Add ``blobs`` to the entry already stored under ``key`` (for what is derived from an
+        entry after it was built, such as the SASS of a cubin). False when there is no such
+        entry. The entry on disk is replaced atomically, like ``put``'s."""
+        hit = self.get(key)
+        if hit is None:
+            return False
+        merged = dict(hit.blobs)
+        merged.update(blobs)
+        if self.disk:
+            _remove_tree(self._entry_dir(key), self.root)
+        self.put(key, hit.meta, merged)
+        return True
+
     def _write(self, folder: Path, meta_text: str, blobs: dict[str, bytes]) -> None:
         folder.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder.parent))

@@ -36,12 +36,15 @@ from cutile_lab.errors import CompileError, ToolchainError
 
 __all__ = ["Toolchain", "TileirasResult", "TileirasError", "find_toolchain", "toolchain_or_none",
            "run_tileiras", "disassemble_tileir", "disassemble_sass", "supported_archs",
-           "parse_tileiras_errors", "clean_env", "INSTALL_HINT"]
+           "parse_tileiras_errors", "clean_env", "INSTALL_HINT", "SASS_HINT"]
 
 log = logging.getLogger(__name__)
 
 INSTALL_HINT = ('install the toolchain with `pip install "cuda-tile[tileiras]==1.7.0"`, '
                 "or set CUTILE_LAB_TILEIRAS to the path of a tileiras binary (CUDA 13.1 or newer)")
+SASS_HINT = ("no SASS disassembler found: install the nvdisasm wheel that matches the toolchain "
+             "with `pip install \"cuda-toolkit[nvdisasm,cuobjdump]>=13.2,<13.5\"` (a dependency of "
+             "cutile-lab), or put nvdisasm on PATH")
 WHEEL_PACKAGES = ("nvidia-cuda-tileiras", "nvidia-cuda-nvcc", "nvidia-nvvm")
 FALLBACK_ARCHS = ("sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_103",
                   "sm_107", "sm_110", "sm_120", "sm_121")

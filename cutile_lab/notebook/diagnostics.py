@@ -50,7 +50,7 @@ def _span_json(span: Span | None, line_offset: int = 0) -> dict | None:
     line = span.line - line_offset
     end_line = (span.end_line - line_offset) if span.end_line is not None else line
     return {"line": line, "col": span.col, "end_line": end_line,
-            "end_col": span.end_col if span.end_col is not None else span.col + 1}
+            "end_col": span.end_col}   # None: to the end of the line (a whole statement)
 
 
 def diagnostic_json(d: Diagnostic, line_offset: int = 0, url: str | None = None,

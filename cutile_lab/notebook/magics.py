@@ -186,8 +186,16 @@ def _unbound_generics(kernel, consts: dict) -> list[str]:
     return out
 
 
-def _cell_filename(shell, used: set) -> str:
+def running_count(shell) -> int:
+    """The execution count of the cell that is running, as the front end shows it (``[3]``).
+    IPython 9 counts the cell before running it; IPython 8 after."""
     n = getattr(shell, "execution_count", None) or 0
+    import IPython
+    return max(0, n - 1) if IPython.version_info[0] >= 9 else n
+
+
+def _cell_filename(shell, used: set) -> str:
+    n = running_count(shell)
     name = f"<tilekernel-cell-{n}>"
     k = 1
     while name in used:
@@ -234,39 +242,20 @@ def _compile_one(out: _Outcome, kernel, args, consts: dict, show: tuple[str, ...
     out.compiled = compiled
     out.status = "compiled"
     if "sass" in show:
-        out.sass = _sass_of(compiled, explicit=args.show is not None)
-        if out.sass is None and compiled.key not in _SASS and _have_disassembler():
-            out.sass_hint = ("not disassembled for a cached compile (it takes a disassembler "
-                             "run): add --show sass to see it")
+        out.sass, out.sass_hint = sass_of(compiled)
 
 
-# SASS per compile key: disassembling takes a tool run (~0.1-0.5 s), so it is done once per
-# process for a fresh compile or when asked for with --show sass, and remembered.
-_SASS: dict[str, str | None] = {}
-
-
-def _have_disassembler() -> bool:
-    try:
-        from cutile_lab.compiling.toolchain import toolchain_or_none
-        tc = toolchain_or_none()
-    except Exception:
-        return False
-    return tc is not None and bool(tc.nvdisasm or tc.cuobjdump)
-
-
-def _sass_of(compiled, *, explicit: bool) -> str | None:
-    key = compiled.key
-    if key and key in _SASS:
-        return _SASS[key]
-    if compiled.cache != "miss" and not explicit:
-        return None
+def sass_of(compiled) -> tuple[str | None, str | None]:
+    """(the SASS of a compiled kernel, or None and why). The SASS is kept in the compile
+    cache, so only a kernel's first compile pays for the disassembler run."""
     try:
         text = compiled.sass
-    except Exception:
-        text = None
-    if key:
-        _SASS[key] = text
-    return text
+    except Exception as e:      # a broken disassembler: say so, keep the report
+        return None, f"the disassembler failed: {e}"
+    if text:
+        return text, None
+    from cutile_lab.compiling.toolchain import SASS_HINT
+    return None, SASS_HINT
 
 
 def _bind_backend(kernel, backend: str | None):
@@ -529,6 +518,21 @@ class TileMagics(Magics):
         return run_tile_roofline(self.shell, line)
 
     @line_magic
+    def tile_diff(self, line: str = ""):
+        """Compare two compiles of a kernel side by side: Tile IR diff, SASS diff, resources
+        and compile times (what Compiler Explorer's diff view shows).
+
+        ``%tile_diff KERNEL LEFT RIGHT``; each side is a comma list of const generics,
+        ``arch=`` and compiler hints (``opt_level``, ``occupancy``, ``num_ctas``)::
+
+            %tile_diff add B=128 B=256                     # two specializations
+            %tile_diff add B=128,arch=sm_90 B=128,arch=sm_100   # two architectures
+            %tile_diff add B=128 B=128,opt_level=1         # two option sets
+        """
+        from cutile_lab.notebook.compare import run_tile_diff
+        run_tile_diff(self.shell, line)
+
+    @line_magic
     def tile_bandwidth(self, line: str = ""):
         """Plot achieved bandwidth against bytes moved, one line per kernel, for everything
         measured so far, against the datasheet bandwidth and the measured copy ceiling."""
@@ -635,6 +639,9 @@ def load_ipython_extension(ipython) -> None:
     from cutile_lab.notebook.cuda_magic import CudaMagics
     ipython.register_magics(CudaMagics)
     _inject_names(ipython)
+    from cutile_lab.notebook import launch_view, live
+    launch_view.install(ipython)
+    live.register(ipython)
     if _prewarm_thread is None and os.environ.get("CUTILE_LAB_NO_PREWARM", "") in ("", "0"):
         import threading
         _prewarm_thread = threading.Thread(target=_prewarm, name="cutile-lab-prewarm",

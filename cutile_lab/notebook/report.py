@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import html
 import itertools
+import re
 from typing import Any, Iterable, Mapping, Sequence
 
 from cutile_lab.errors import Diagnostic
@@ -137,7 +138,8 @@ def compile_report_json(compiled, kernel=None, diagnostics: Sequence[Diagnostic]
         if "resources" in shown:
             report["resources"] = _resources_json(compiled.resources)
         if "sass" in shown:
-            report["sass"] = sass
+            report["sass"] = sass_in_user_lines(sass, kernel, text, offset,
+                                                report["source"]["first_line"])
             if sass is None and sass_hint:
                 report["sass_hint"] = sass_hint
         if "remarks" in shown:
@@ -158,6 +160,36 @@ def _unchecked_json(diagnostics: Sequence[Diagnostic], offset: int) -> list[dict
 
 def _unchecked_text(n: int) -> str:
     return f"{n} unchecked block{'s' * (n != 1)}"
+
+
+_SASS_LINE = re.compile(r'//## File "(<lowered [^"]*>)", line (\d+)')
+
+
+def sass_in_user_lines(sass: str | None, kernel, text: str, offset: int,
+                       first_line: int) -> str | None:
+    """The SASS with its line-table comments (``//## File "<lowered add …>", line 5``, lines
+    of the generated cuTile Python) turned into the user's own lines, numbered as the report
+    numbers them: ``//## line 4: tx = load_tile_like(x, z)``."""
+    if not sass or kernel is None or "//## File" not in sass:
+        return sass
+    try:
+        from cutile_lab.compiling.lowering import lower
+        lowered = lower(kernel.definition)
+    except Exception:           # the SASS as it is is still right
+        return sass
+    lines = text.splitlines()
+
+    def mine(m: re.Match) -> str:
+        if m.group(1) != lowered.filename:
+            return m.group(0)
+        span = lowered.user_span(int(m.group(2)))
+        if span is None or span.filename != lowered.user_filename:
+            return m.group(0)
+        i = span.line - offset                     # line of ``text``, 1-based
+        shown = i + first_line - 1
+        code = lines[i - 1].strip() if 0 < i <= len(lines) else ""
+        return f"//## line {shown}: {code}" if code else f"//## line {shown}"
+    return _SASS_LINE.sub(mine, sass)
 
 
 def summary_line(compiled, name: str | None, diagnostics: Sequence[Diagnostic] = (),

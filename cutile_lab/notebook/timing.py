@@ -342,17 +342,10 @@ def run_tile_time(shell, opts, expr: str):
 def _show_lab_error(e: CutileLabError, what: str):
     """Show a lab error as its diagnostics (or its located message) and end the cell with one
     short line, never a traceback from inside the lab."""
-    from cutile_lab.errors import KernelDiagnosticsError
-    from cutile_lab.notebook import diagnostics as d
+    from IPython import get_ipython
+    from cutile_lab.notebook.launch_view import show_error
     from cutile_lab.notebook.magics import TileCellError
-    from cutile_lab.notebook.report import publish
-    diags = list(e.diagnostics) if isinstance(e, KernelDiagnosticsError) else \
-        [d.error_to_diagnostic(e)]
-    import linecache
-
-    def lookup(fn, line):
-        return linecache.getline(fn, line).rstrip("\n")
-    publish({"text/html": d.render_html(diags, lookup), "text/plain": d.render_text(diags, lookup)})
+    show_error(get_ipython(), e, e.__traceback__)
     raise TileCellError(f"{what}: {e.message}") from None
 
 

@@ -429,8 +429,18 @@ class Explorer:
                 ctl.observe(lambda _change: self.run_current(), names="value")
         mode = "GPU timings" if self.gpu else "no GPU: simulator correctness + resources"
         header = w.HTML(f"<b>{kernel.name}</b> · {self.arch} · {mode}")
-        self.widget = w.VBox([header, w.HBox(list(self.controls.values()) + [self.button]),
-                              self.status, w.HBox([self.plot, self.table])])
+        # The plot keeps its own width (a PNG) and the table scrolls: at an ordinary width
+        # (a 1400 px window with the file browser open) neither squeezes the other to nothing,
+        # and on a narrow one the table wraps below the plot.
+        self.plot.layout = w.Layout(flex="0 0 auto", min_width="320px", max_width="100%")
+        self.table.layout = w.Layout(flex="1 1 360px", min_width="0", max_width="100%",
+                                     overflow="auto")
+        views = w.Box([self.plot, self.table],
+                      layout=w.Layout(display="flex", flex_flow="row wrap",
+                                      align_items="flex-start", width="100%"))
+        self.widget = w.VBox([header, w.HBox(list(self.controls.values()) + [self.button],
+                                             layout=w.Layout(flex_flow="row wrap")),
+                              self.status, views])
 
     @property
     def history(self):
@@ -471,7 +481,13 @@ class Explorer:
             row["error"] = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
             self.status.value = (f'<span style="color:#cf222e">{_html_escape(row["error"])}'
                                  f'</span>')
-        self.rows.append(row)
+        # one row per configuration: trying one again replaces its row
+        same = [i for i, r in enumerate(self.rows)
+                if all(r.get(k) == v for k, v in config.items())]
+        if same:
+            self.rows[same[0]] = row
+        else:
+            self.rows.append(row)
         self._refresh()
         return row
 

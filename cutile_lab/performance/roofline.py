@@ -217,9 +217,12 @@ def roofline_figure(measurements: Iterable[Measurement], peaks: DevicePeaks | No
     ax.set_ylabel("Performance (TFLOP/s)")
     device = peaks.name if peaks else (ms[0].device if ms and ms[0].device else "unknown device")
     ax.set_title(title or f"Roofline — {device}", fontsize=13, loc="left")
-    fig.suptitle("dense peaks; datasheet solid, measured dashed"
-                 + ("" if peaks else "; no datasheet peaks for this device"),
-                 fontsize=9, color="dimgray", x=0.99, ha="right")
+    caption = ["dense datasheet peaks (solid)" if peaks else "no datasheet peaks for this device"]
+    if bw_meas or measured:
+        caption.append("measured ceilings dashed")
+    caption.append(f"{len(ms)} measured kernel{'s' * (len(ms) != 1)}" if ms else
+                   "no kernel measured yet (%tile_time)")
+    fig.suptitle("; ".join(caption), fontsize=9, color="dimgray", x=0.99, ha="right")
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left", fontsize=8.5, framealpha=0.9)
     notes = []

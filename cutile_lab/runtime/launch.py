@@ -556,6 +556,7 @@ class LaunchOp(DeviceOp):
         if any(d.is_error for d in diags):
             self.diagnostics = diags
             raise OwnershipError(diags)
+        _warn(diags)
         consts = self._consts(values)
         grid = self.grid or _grid_of(values, info)
         if grid is None:
@@ -926,8 +927,25 @@ def _launch_rules(info, values, where: Span | None, consts) -> list[Diagnostic]:
     except ImportError:
         return []
     descs = arg_descs(info, values)
-    return list(check_launch(info.kdef, descs, where, ownership.BORROWS,
-                             consts=consts or None))
+    diags = list(check_launch(info.kdef, descs, where, ownership.BORROWS,
+                              consts=consts or None))
+    if not any(d.is_error for d in diags):
+        from cutile_lab.checking.launch_rules import padded_reads
+        diags += padded_reads(info.kdef, descs, where)
+    return diags
+
+
+def _warn(diags) -> None:
+    """Warning diagnostics of a launch that goes ahead, as ``LaunchWarning``s at its line
+    (once per new argument layout: a repeated launch reuses its checked entry)."""
+    import warnings
+    from cutile_lab.errors import LaunchWarning
+    for d in diags:
+        if d.severity == "warning":
+            span = d.span
+            warnings.warn_explicit(LaunchWarning(d), LaunchWarning,
+                                   span.filename if span else "<launch>",
+                                   span.line if span else 0)
 
 
 # --- the public entry points ------------------------------------------------------------------

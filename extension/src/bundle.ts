@@ -87,9 +87,42 @@ export interface IReportBundle {
   tileir?: ITileIR | null;
   resources?: Record<string, number | string | null> | null;
   sass?: string | null;
+  /** Why `sass` is null (for instance, how to install a disassembler). */
+  sass_hint?: string | null;
+  /** `with unsafe():` blocks the checker did not check (lines relative to `source.text`). */
+  unchecked?: ISpan[] | null;
+  /** Two compiles side by side (`%tile_diff`; kind "diff"). */
+  diff?: IDiff | null;
   remarks?: IRemark[] | null;
   timings?: Record<string, number | string | null> | null;
   benchmark?: IBenchmark | null;
+}
+
+/** One side of a `%tile_diff`. */
+export interface IDiffSide {
+  label: string;
+  arch?: string | null;
+  consts?: Record<string, number | string> | null;
+  options?: Record<string, number | string> | null;
+  resources?: Record<string, number | string | null> | null;
+  timings?: Record<string, number | string | null> | null;
+  summary?: string | null;
+}
+
+/** `[tag, left line, left text, right line, right text]`; tag: equal, replace, delete, insert. */
+export type DiffRow = [string, number | null, string | null, number | null, string | null];
+
+export interface ILineDiff {
+  rows: DiffRow[];
+  added: number;
+  removed: number;
+}
+
+export interface IDiff {
+  left: IDiffSide;
+  right: IDiffSide;
+  tileir?: ILineDiff | null;
+  sass?: ILineDiff | null;
 }
 
 /** The newest bundle version this renderer understands. */

@@ -8,11 +8,13 @@ import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 import { INotebookTracker } from '@jupyterlab/notebook';
 
 import { TILEIR_MIME, tileIRLanguage } from './language';
+import { activateLiveDiagnostics } from './live';
 import { setNotebookTracker } from './navigate';
 
 const plugin: JupyterFrontEndPlugin<void> = {
   id: 'cutile-lab:plugin',
-  description: 'Tile IR highlighting and report-to-cell navigation for cutile_lab.',
+  description:
+    'Tile IR highlighting, report-to-cell navigation and live diagnostics for cutile_lab.',
   autoStart: true,
   optional: [INotebookTracker, IEditorLanguageRegistry],
   activate: (
@@ -21,6 +23,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     languages: IEditorLanguageRegistry | null
   ) => {
     setNotebookTracker(tracker);
+    if (tracker) {
+      activateLiveDiagnostics(tracker);
+    }
     if (languages) {
       languages.addLanguage(tileIRLanguage);
     }

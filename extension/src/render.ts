@@ -12,6 +12,7 @@ import {
   cellLine,
   sourceLines
 } from './bundle';
+import { renderDiffSummary, renderLineDiff } from './diff';
 import { tokenClass, tokenize } from './tileir';
 
 export interface IRenderOptions {
@@ -23,10 +24,23 @@ export interface IRenderOptions {
 }
 
 export type TabId =
-  'diagnostics' | 'tileir' | 'resources' | 'sass' | 'remarks' | 'timings' | 'lowered' | 'benchmark';
+  | 'diagnostics'
+  | 'compare'
+  | 'tileirdiff'
+  | 'sassdiff'
+  | 'tileir'
+  | 'resources'
+  | 'sass'
+  | 'remarks'
+  | 'timings'
+  | 'lowered'
+  | 'benchmark';
 
 const TAB_LABELS: Record<TabId, string> = {
   diagnostics: 'Diagnostics',
+  compare: 'Resources',
+  tileirdiff: 'Tile IR diff',
+  sassdiff: 'SASS diff',
   tileir: 'Tile IR',
   resources: 'Resources',
   sass: 'SASS',
@@ -40,6 +54,7 @@ const TAB_LABELS: Record<TabId, string> = {
 export function renderReport(bundle: IReportBundle, options: IRenderOptions = {}): HTMLElement {
   const ctx = new Context(bundle, options);
   const root = el('div', 'cutile-lab-report');
+  root.dataset.kind = bundle.kind;
   root.append(renderHeader(ctx));
   const notes = (bundle.notes ?? []).filter(n => typeof n === 'string' && n);
   if (notes.length) {
@@ -64,6 +79,19 @@ export function renderReport(bundle: IReportBundle, options: IRenderOptions = {}
 
   const panels: [TabId, HTMLElement | null][] = [
     ['diagnostics', renderDiagnostics(ctx)],
+    ['compare', bundle.diff ? renderDiffSummary(bundle.diff) : null],
+    [
+      'tileirdiff',
+      bundle.diff?.tileir
+        ? renderLineDiff(bundle.diff.tileir, bundle.diff.left.label, bundle.diff.right.label)
+        : null
+    ],
+    [
+      'sassdiff',
+      bundle.diff?.sass
+        ? renderLineDiff(bundle.diff.sass, bundle.diff.left.label, bundle.diff.right.label)
+        : null
+    ],
     ['tileir', renderTileIR(ctx)],
     ['resources', renderResources(ctx)],
     ['sass', renderSass(ctx)],
@@ -74,7 +102,8 @@ export function renderReport(bundle: IReportBundle, options: IRenderOptions = {}
   ];
   const present = panels.filter((p): p is [TabId, HTMLElement] => p[1] !== null);
   if (!present.length) {
-    root.append(el('div', 'cutile-lab-note', 'The report is empty.'));
+    // Checked, nothing compiled yet: the header and the notes say it all.
+    root.classList.add('cutile-lab-report-compact');
     return root;
   }
 
@@ -137,6 +166,9 @@ export function initialTab(bundle: IReportBundle, present: TabId[]): TabId {
   if (bundle.kind === 'benchmark') {
     order.push('benchmark');
   }
+  if (bundle.kind === 'diff') {
+    order.push('tileirdiff');
+  }
   order.push('tileir');
   return order.find(id => present.includes(id)) ?? present[0];
 }
@@ -189,7 +221,8 @@ function renderHeader(ctx: Context): HTMLElement {
     header.title = bundle.summary;
   }
   const consts = Object.entries(bundle.consts ?? {}).map(([k, v]) => `${k}=${v}`);
-  for (const chip of [bundle.kind, bundle.arch, bundle.device, ...consts]) {
+  const kind = bundle.kernel ? bundle.kind : null; // else the kind is the title already
+  for (const chip of [kind, bundle.arch, bundle.device, ...consts]) {
     if (chip) {
       header.append(el('span', 'cutile-lab-chip', String(chip)));
     }
@@ -203,6 +236,18 @@ function renderHeader(ctx: Context): HTMLElement {
       )
     );
   }
+  const unchecked = uncheckedBlocks(bundle);
+  if (unchecked) {
+    const badge = el(
+      'span',
+      'cutile-lab-chip cutile-lab-unchecked',
+      `${unchecked} unchecked block${unchecked === 1 ? '' : 's'}`
+    );
+    badge.title =
+      'code inside `with unsafe():` is not checked for ownership: races and out-of-bounds ' +
+      'accesses there are yours to rule out';
+    header.append(badge);
+  }
   const counts = severityCounts(bundle.diagnostics ?? []);
   const summary = el('span', 'cutile-lab-summary');
   if (counts.length) {
@@ -212,8 +257,10 @@ function renderHeader(ctx: Context): HTMLElement {
       }
       summary.append(el('span', `cutile-lab-sev-${severity}`, `${n} ${plural(severity, n)}`));
     });
-  } else if (bundle.diagnostics) {
+  } else if (bundle.diagnostics && !unchecked) {
     summary.append(el('span', 'cutile-lab-ok', 'no diagnostics'));
+  } else if (bundle.diagnostics) {
+    summary.append(el('span', 'cutile-lab-ok', 'no diagnostics in checked code'));
   }
   header.append(summary);
   const timings = bundle.timings;
@@ -230,6 +277,11 @@ function renderHeader(ctx: Context): HTMLElement {
     }
   }
   return header;
+}
+
+/** How many `with unsafe():` blocks the report says were not checked. */
+export function uncheckedBlocks(bundle: IReportBundle): number {
+  return Array.isArray(bundle.unchecked) ? bundle.unchecked.length : 0;
 }
 
 const SEVERITY_ORDER = ['error', 'warning', 'note', 'help'];
@@ -612,8 +664,15 @@ function renderLowered(ctx: Context): HTMLElement | null {
 }
 
 function renderSass(ctx: Context): HTMLElement | null {
-  const sass = ctx.bundle.sass;
-  return sass ? el('pre', 'cutile-lab-pre cutile-lab-sass', sass) : null;
+  const { sass, sass_hint: hint, status } = ctx.bundle;
+  if (sass) {
+    return el('pre', 'cutile-lab-pre cutile-lab-sass', sass);
+  }
+  if (hint || (status === 'compiled' && ctx.bundle.kind === 'compile')) {
+    // A compiled kernel always has a SASS tab: the SASS, or why there is none and what to do.
+    return el('div', 'cutile-lab-note cutile-lab-sass-hint', hint || 'No SASS in this report.');
+  }
+  return null;
 }
 
 function renderRemarks(ctx: Context): HTMLElement | null {

@@ -41,10 +41,18 @@ try {
   });
   page.on("pageerror", (err) => out.consoleErrors.push(String(err)));
 
-  await page.goto(`${cfg.url}/lab/tree/${cfg.notebook}?token=${cfg.token}`);
+  // A workspace of its own (the server is shared by every browser test of the session), so
+  // that no other test's open documents come back.
+  const workspace = cfg.notebook.replace(/\W/g, "-");
+  await page.goto(
+    `${cfg.url}/lab/workspaces/${workspace}/tree/${cfg.notebook}?reset&token=${cfg.token}`,
+  );
   step("opened");
   await page.waitForFunction(
-    () => window.jupyterapp?.shell?.currentWidget?.content?.widgets?.length > 0,
+    (path) =>
+      window.jupyterapp?.shell?.currentWidget?.context?.path === path &&
+      window.jupyterapp.shell.currentWidget.content?.widgets?.length > 0,
+    cfg.notebook,
   );
   await page.evaluate(async () => {
     const panel = window.jupyterapp.shell.currentWidget;

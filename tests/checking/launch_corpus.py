@@ -236,3 +236,8 @@ pos = tensor((4096,), f32)
 neg = tensor((2048,), f32)
 split(pos.partition((128,)), neg.partition((128,)), x)
 ''')
+launch("input_shorter_than_output", "TL120", 6, 1, DOUBLE, '''
+x = tensor((2048,), f32)
+out = tensor((4096,), f32)
+double(out.partition((128,)), x)
+''')

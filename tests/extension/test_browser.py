@@ -19,39 +19,13 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
-import pytest
+from tests.extension.browser import (ARTIFACTS, BROWSER, CHROMIUM, browser_test, notebook,
+                                     run_script)
 
-REPO = Path(__file__).resolve().parents[2]
-BROWSER = REPO / "tests" / "browser"
 SAMPLE = BROWSER / "sample_report.json"
-ARTIFACTS = BROWSER / "artifacts"
-LABEXTENSION = REPO / "cutile_lab" / "labextension"
 MIME = "application/vnd.cutile-lab.report+json"
-
-
-def _chromium() -> str | None:
-    for candidate in (os.environ.get("CUTILE_LAB_CHROMIUM"), "/usr/bin/chromium", shutil.which("chromium")):
-        if candidate and Path(candidate).exists():
-            return candidate
-    return None
-
-
-NODE = shutil.which("node")
-CHROMIUM = _chromium()
-
-pytestmark = [
-    pytest.mark.skipif(NODE is None, reason="Node.js is not installed"),
-    pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (/usr/bin/chromium)"),
-]
 
 
 # --- the notebook under test ---------------------------------------------------------------
@@ -87,114 +61,11 @@ def tilekernel_cells(sample: dict) -> list[str]:
     ]
 
 
-def notebook(cells: list[str]) -> dict:
-    return {
-        "nbformat": 4,
-        "nbformat_minor": 5,
-        "metadata": {
-            "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
-            "language_info": {"name": "python"},
-        },
-        "cells": [
-            {
-                "cell_type": "code",
-                "id": f"cell-{i}",
-                "metadata": {},
-                "execution_count": None,
-                "outputs": [],
-                "source": source,
-            }
-            for i, source in enumerate(cells)
-        ],
-    }
-
-
-# --- JupyterLab ------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture
-def lab(tmp_path):
-    """A JupyterLab server with only this checkout's build of the extension added."""
-    if not (LABEXTENSION / "package.json").exists():
-        pytest.fail(f"the extension is not built: run `cd extension && jlpm install && jlpm build` ({LABEXTENSION})")
-    root = tmp_path / "root"
-    root.mkdir()
-    jupyter_path = tmp_path / "jupyter_path"
-    (jupyter_path / "labextensions").mkdir(parents=True)
-    (jupyter_path / "labextensions" / "cutile-lab").symlink_to(LABEXTENSION, target_is_directory=True)
-    settings = tmp_path / "settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False})
-    )
-
-    port, token = _free_port(), secrets.token_hex(16)
-    env = dict(
-        os.environ,
-        JUPYTER_PATH=str(jupyter_path),
-        JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
-        JUPYTER_DATA_DIR=str(tmp_path / "data"),
-        JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
-        IPYTHONDIR=str(tmp_path / "ipython"),
-        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-    )
-    log = open(tmp_path / "jupyterlab.log", "w")
-    server = subprocess.Popen(
-        [
-            sys.executable, "-m", "jupyterlab", "--no-browser",
-            "--ip=127.0.0.1", f"--port={port}", "--port-retries=0", "--allow-root",
-            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-            "--LabApp.expose_app_in_browser=True",
-            f"--LabApp.user_settings_dir={tmp_path / 'settings'}",
-            f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            "--LabApp.extension_manager=readonly",
-        ],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2).read()
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    log.flush()
-                    pytest.fail("JupyterLab did not start:\n" + (tmp_path / "jupyterlab.log").read_text()[-4000:])
-                time.sleep(0.3)
-        yield {"url": url, "token": token, "root": root, "log": tmp_path / "jupyterlab.log"}
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
-
-
-def _ensure_playwright() -> None:
-    if (BROWSER / "node_modules" / "playwright-core").exists():
-        return
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.fail("npm is needed to install playwright-core into tests/browser (npm install)")
-    subprocess.run([npm, "install", "--no-audit", "--no-fund"], cwd=BROWSER, check=True)
-
-
 # --- the test ---------------------------------------------------------------------------
 
 
+@browser_test
 def test_report_in_jupyterlab(lab):
-    _ensure_playwright()
     sample = json.loads(SAMPLE.read_text())
     real = os.environ.get("CUTILE_LAB_BROWSER_CELLS") == "tilekernel"
     cells = tilekernel_cells(sample) if real else sample_cells(sample)
@@ -211,12 +82,7 @@ def test_report_in_jupyterlab(lab):
         "chromium": CHROMIUM,
         "tileirFile": "add.tileir",
     }
-    run = subprocess.run(
-        [NODE, str(BROWSER / "report.mjs"), json.dumps(config)],
-        cwd=BROWSER, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-4000:]
-    seen = json.loads(run.stdout.strip().splitlines()[-1])
+    seen = run_script("report.mjs", config, timeout=300)
     (ARTIFACTS / "observations.json").write_text(json.dumps(seen, indent=1))
     context = f"observations: {json.dumps(seen, indent=1)}\nserver log tail:\n{lab['log'].read_text()[-3000:]}"
     assert "error" not in seen, context

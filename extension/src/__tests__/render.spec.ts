@@ -120,10 +120,75 @@ describe('tabs', () => {
     expect(visiblePanels(root)).toEqual(['remarks']);
   });
 
-  it('renders a minimal bundle and says when it is empty', () => {
-    const { root } = render({ version: 1, kind: 'compile', kernel: 'k' });
+  it('renders a checked-only bundle as its header, without an "empty" message', () => {
+    const { root } = render({ version: 1, kind: 'compile', kernel: 'k', diagnostics: [] });
     expect(tabs(root)).toEqual([]);
-    expect(root.textContent).toContain('The report is empty.');
+    expect(root.textContent).not.toContain('empty');
+    expect(root.textContent).toContain('no diagnostics');
+  });
+
+  it('always has a SASS tab on compile: the SASS or how to get it', () => {
+    const hint = 'no SASS disassembler found: pip install nvdisasm';
+    const { root } = render({
+      version: 1,
+      kind: 'compile',
+      kernel: 'k',
+      status: 'compiled',
+      sass: null,
+      sass_hint: hint
+    });
+    expect(tabs(root)).toContain('sass');
+    expect(root.querySelector('.cutile-lab-sass-hint')!.textContent).toBe(hint);
+  });
+
+  it('shows unchecked blocks in the header and never says "no diagnostics" alone', () => {
+    const { root } = render({
+      version: 1,
+      kind: 'compile',
+      kernel: 'k',
+      diagnostics: [],
+      unchecked: [
+        { line: 3, col: 4, end_line: 5 },
+        { line: 8, col: 4, end_line: 9 }
+      ]
+    });
+    expect(root.querySelector('.cutile-lab-unchecked')!.textContent).toBe('2 unchecked blocks');
+    expect(root.querySelector('.cutile-lab-ok')!.textContent).toBe(
+      'no diagnostics in checked code'
+    );
+  });
+
+  it('renders a diff: resources side by side and the Tile IR diff first', () => {
+    const side = (label: string, regs: number) => ({
+      label,
+      arch: 'sm_90',
+      resources: { registers: regs },
+      timings: { total: 0.2 }
+    });
+    const { root } = render({
+      version: 1,
+      kind: 'diff',
+      kernel: 'k',
+      diff: {
+        left: side('B=128', 10),
+        right: side('B=256', 16),
+        tileir: {
+          added: 1,
+          removed: 1,
+          rows: [
+            ['equal', 1, 'a', 1, 'a'],
+            ['replace', 2, 'tile<128xf32>', 2, 'tile<256xf32>']
+          ]
+        },
+        sass: { added: 1, removed: 0, rows: [['insert', null, null, 1, 'FADD R1']] }
+      }
+    });
+    expect(tabs(root)).toEqual(['compare', 'tileirdiff', 'sassdiff']);
+    expect(root.dataset.selectedTab).toBe('tileirdiff');
+    expect(root.querySelector('.cutile-lab-diff-old')!.textContent).toBe('tile<128xf32>');
+    expect(root.querySelector('.cutile-lab-diff-new')!.textContent).toBe('tile<256xf32>');
+    const regs = root.querySelector('tr[data-key="registers"]')!;
+    expect(regs.classList.contains('cutile-lab-diff-changed')).toBe(true);
   });
 });
 
