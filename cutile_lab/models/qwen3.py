@@ -301,22 +301,36 @@ class Qwen3:
         self.cos = self._dev(cos, f32)
         self.sin = self._dev(sin, f32)
 
-    def _tile(self, which: str) -> tuple[int, int]:
-        """(BM, BK) of a projection: BM rows per instance, as many as keep at least ~2 waves of
-        instances on a 132-SM GPU (16, else 8); BK wide loads (512 elements: 1 KiB of a bf16
-        row), 256 where two weights stream at once; never wider than K rounded up."""
+    def projection_shape(self, which: str) -> tuple[int, int]:
+        """(N, K) of the weight of ``qkv``, ``o``, ``gate_up`` (each of the two), ``down`` or
+        ``lm_head``."""
         c = self.config
-        n, k = {"qkv": ((c.num_attention_heads + 2 * c.num_key_value_heads) * c.head_dim,
+        return {"qkv": ((c.num_attention_heads + 2 * c.num_key_value_heads) * c.head_dim,
                         c.hidden_size),
                 "o": (c.hidden_size, c.num_attention_heads * c.head_dim),
                 "gate_up": (c.intermediate_size, c.hidden_size),
                 "down": (c.hidden_size, c.intermediate_size),
                 "lm_head": (c.vocab_size, c.hidden_size)}[which]
+
+    def _tile(self, which: str) -> tuple[int, int]:
+        """(BM, BK) of a projection, unless ``tiles=`` gave it. A GEMV instance on Hopper takes a
+        whole SM (255 registers x 256 threads, loads staged in shared memory), so instances run
+        in waves of one per SM: BM (rows per instance, 16, 8 or 4) is the largest whose last
+        wave is nearly full (within 2% of the best of the three), and BK is as wide as keeps the
+        (BM, BK) f32 accumulator at 8192 elements (4096 each where two weights stream at once),
+        at most 1024 (2 KiB of a bf16 row per load) and never wider than K rounded up."""
         if which in self.tiles:
             return tuple(self.tiles[which])
-        bm = 16 if n * self.batch // 16 >= 264 else 8
-        bk = 256 if which == "gate_up" else 512
-        return bm, min(bk, _pow2(k))
+        n, k = self.projection_shape(which)
+        sms = _sm_count()
+
+        def filled(bm):
+            tiles = -(-n // bm) * self.batch
+            return tiles / (-(-tiles // sms) * sms)
+        best = max(filled(bm) for bm in (16, 8, 4))
+        bm = next(bm for bm in (16, 8, 4) if filled(bm) >= best - 0.02)
+        budget = 4096 if which == "gate_up" else 8192
+        return bm, min(1024, budget // bm, _pow2(k))
 
     # --- the step --------------------------------------------------------------------------------
     def _plan(self) -> list[Launch]:
@@ -496,6 +510,15 @@ def _concat_rows(parts):
     except ImportError:
         pass
     return np.concatenate([np.asarray(p) for p in parts], axis=0)
+
+
+def _sm_count() -> int:
+    """The GPU's SM count (an H100 SXM's 132 on the simulator, for the same tiles)."""
+    from cutile_lab.runtime import backend
+    if backend() == "gpu":
+        from cutile_lab.runtime import device_info
+        return device_info().sm_count
+    return 132
 
 
 __all__ = ["Qwen3", "Qwen3Config", "load_checkpoint", "random_weights", "rope_tables", "Launch"]
