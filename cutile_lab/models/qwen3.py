@@ -189,8 +189,14 @@ class Launch:
 
     name: str
     make: object            # () -> DeviceOp
-    bytes: int
+    bytes: int              # read and written by one launch
     kernel: str
+    flops: int = 0
+
+    @property
+    def kind(self) -> str:
+        """The launch's role without its layer: ``qkv``, ``attention``, ..., ``lm_head``."""
+        return self.name.split(".", 1)[-1]
 
 
 class Qwen3:
@@ -230,6 +236,22 @@ class Qwen3:
         self._alloc()
         self._launches = self._plan()
         self._graph = None
+
+    def variant(self, **options) -> "Qwen3":
+        """The same weights (on the device, not copied) with other options — ``unsafe_append``,
+        ``chunk``, ``tiles``, ``max_seq`` — and buffers and a KV cache of its own."""
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        for k, v in options.items():
+            if k not in ("unsafe_append", "chunk", "tiles", "max_seq"):
+                raise LaunchError(f"variant() takes unsafe_append, chunk, tiles or max_seq, "
+                                  f"not {k}")
+            setattr(other, k, dict(v) if k == "tiles" else v)
+        other.max_seq = -(-other.max_seq // other.chunk) * other.chunk
+        other._alloc()
+        other._launches = other._plan()
+        other._graph = None
+        return other
 
     # --- weights and buffers ---------------------------------------------------------------------
     def _dev(self, a, dtype=None):
@@ -358,8 +380,8 @@ class Qwen3:
         hb = _pow2(h)
         L: list[Launch] = []
 
-        def add(name, kernel, make, nbytes):
-            L.append(Launch(name, make, int(nbytes), kernel.name))
+        def add(name, kernel, make, nbytes, flops=0):
+            L.append(Launch(name, make, int(nbytes), kernel.name, int(flops)))
 
         embed = D.EMBED.kernel(dt=dt)
         add("embed", embed, lambda: embed(x0.partition_mut((1, hb)), w["embed"], self.ids,
@@ -374,7 +396,7 @@ class Qwen3:
                 lambda p=p: rms(self.qkv.partition_mut((1, tq[0])), x0,
                                 w[p + "input_layernorm.weight"], w[p + "qkv"], h, eps,
                                 BK=tq[1]),
-                w[p + "qkv"].nbytes + B * (h + heads * d) * it)
+                w[p + "qkv"].nbytes + B * (h + heads * d) * it, 2 * B * w[p + "qkv"].size)
             add(f"L{n}.attention", attend,
                 lambda p=p, kc=kc, vc=vc: attend(
                     kc.partition_mut((1, ch, d)), vc.partition_mut((1, ch, d)),
@@ -383,7 +405,7 @@ class Qwen3:
                     .reshape(2, d // 2), w[p + "self_attn.k_norm.weight"].reshape(2, d // 2),
                     self.cos, self.sin, self.pos, kv, eps, qk_scale, HD=d // 2),
                 (kv_step if self.unsafe_append else 2 * kv_step)
-                + self.part.nbytes + 2 * self.mx.nbytes)
+                + self.part.nbytes + 2 * self.mx.nbytes, 2 * g * kv_step // it)
             add(f"L{n}.combine", combine,
                 lambda: combine(self.attn.partition_mut((1, g, d)), part4, mx4, sm4, self.pos,
                                 CH=ch, BS=bs),
@@ -391,24 +413,28 @@ class Qwen3:
             add(f"L{n}.o_proj", res,
                 lambda p=p: res(x1.partition_mut((1, to[0])), attn2,
                                 w[p + "self_attn.o_proj.weight"], x0, BK=to[1]),
-                w[p + "self_attn.o_proj.weight"].nbytes + B * (3 * h) * it + self.attn.nbytes)
+                w[p + "self_attn.o_proj.weight"].nbytes + B * (3 * h) * it + self.attn.nbytes,
+                2 * B * w[p + "self_attn.o_proj.weight"].size)
             add(f"L{n}.gate_up", swiglu,
                 lambda p=p: swiglu(self.h.partition_mut((1, tgu[0])), x1,
                                    w[p + "post_attention_layernorm.weight"],
                                    w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"],
                                    h, eps, BK=tgu[1]),
-                2 * w[p + "mlp.gate_proj.weight"].nbytes + self.h.nbytes + B * h * it)
+                2 * w[p + "mlp.gate_proj.weight"].nbytes + self.h.nbytes + B * h * it,
+                4 * B * w[p + "mlp.gate_proj.weight"].size)
             add(f"L{n}.down", res,
                 lambda p=p: res(x0.partition_mut((1, td[0])), self.h,
                                 w[p + "mlp.down_proj.weight"], x1, BK=td[1]),
-                w[p + "mlp.down_proj.weight"].nbytes + self.h.nbytes + 3 * B * h * it)
+                w[p + "mlp.down_proj.weight"].nbytes + self.h.nbytes + 3 * B * h * it,
+                2 * B * w[p + "mlp.down_proj.weight"].size)
         head = D.RMS_GEMV_ARGMAX.kernel(dt=dt)
         th = self._tile("lm_head")
         add("lm_head", head,
             lambda: head(self.logits.partition_mut((1, th[0])), self.best.partition_mut((1, 1)),
                          self.best_at.partition_mut((1, 1)), x0, w["norm"], w["lm_head"], h,
                          eps, c.vocab_size, BK=th[1]),
-            w["lm_head"].nbytes + self.logits.nbytes + 2 * self.best.nbytes)
+            w["lm_head"].nbytes + self.logits.nbytes + 2 * self.best.nbytes,
+            2 * B * w["lm_head"].size)
         am = D.ARGMAX.kernel()
         bb = _pow2(B)
         add("argmax", am,

@@ -67,3 +67,48 @@ def greedy(config, weights: dict, prompt, n: int) -> list[int]:
     for _ in range(n):
         seq.append(int(np.argmax(logits(config, weights, seq)[-1])))
     return seq[len(prompt):]
+
+
+def transformers_model(config, weights: dict, *, dtype: str = "float32", device: str = "cuda"):
+    """transformers' ``Qwen3ForCausalLM`` of ``config`` holding ``weights`` (NumPy arrays,
+    copied; or torch tensors of ``dtype`` on ``device``, shared without a copy), in eval mode.
+    Needs ``torch`` and ``transformers``."""
+    import torch
+    import transformers
+    hf_config = transformers.Qwen3Config(**config.to_dict())
+    rope = getattr(hf_config, "rope_parameters", None)
+    if isinstance(rope, dict):              # transformers 5 keeps rope_theta in rope_parameters
+        rope["rope_theta"] = config.rope_theta
+    tdtype = getattr(torch, dtype)
+    with torch.device(device):
+        model = transformers.Qwen3ForCausalLM(hf_config).to(tdtype)
+    state = {}
+    for k, v in weights.items():
+        if not torch.is_tensor(v):
+            v = torch.from_numpy(np.asarray(v, dtype=np.float32))
+        state[k] = v.to(device=device, dtype=tdtype)
+    missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
+    if unexpected or set(missing) - {"lm_head.weight"}:
+        raise ValueError(f"weights do not fit transformers' Qwen3: missing {missing}, "
+                         f"unexpected {unexpected}")
+    if config.tie_word_embeddings:
+        model.tie_weights()
+    return model.eval()
+
+
+def transformers_greedy(model, prompt, n: int):
+    """Greedy decode with transformers' KV cache: (the ``n`` tokens, the logits of every
+    position from the prompt's last on, as float64 NumPy)."""
+    import torch
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        out = model(torch.tensor([list(prompt)], device=device), use_cache=True)
+        past, logits = out.past_key_values, [out.logits[0].double().cpu().numpy()]
+        tokens = [int(out.logits[0, -1].argmax())]
+        for _ in range(n - 1):
+            out = model(torch.tensor([[tokens[-1]]], device=device), past_key_values=past,
+                        use_cache=True)
+            past = out.past_key_values
+            logits.append(out.logits[0].double().cpu().numpy())
+            tokens.append(int(out.logits[0, -1].argmax()))
+    return tokens, np.concatenate(logits, axis=0)
