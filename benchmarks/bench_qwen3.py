@@ -132,6 +132,47 @@ def per_kernel(model, stream, step_s: float, mem_bw: float, repeats: int = 10) -
     return rows
 
 
+def kind_seconds(model, kind: str, stream, repeats: int = 5) -> float:
+    """Seconds per launch of ``kind``: all its launches of the step (one per layer) in one
+    graph, so that no layer's weights are still in L2 from the launch before."""
+    import cutile_lab as cl
+    launches = [x for x in model.launches if x.kind == kind]
+    g = cl.graph(lambda: cl.zip(*[x.make() for x in launches]))
+    return median(times(lambda: g.launch(1, stream), stream, warmup=1,
+                        repeats=repeats)) / len(launches)
+
+
+def sweep_tiles(model, stream, deadline: float) -> tuple[dict, list[dict]]:
+    """BM (rows per GEMV instance) of each projection, tried on the device: the fastest of
+    each kind (BK as the model's rule sizes it); stops trying at ``deadline``."""
+    best, rows = {}, []
+    for kind in ("qkv", "o_proj", "gate_up", "down", "lm_head"):
+        which = {"o_proj": "o"}.get(kind, kind)
+        n, k = model.projection_shape(which)
+        base = model._tile(which)
+        found = None
+        for bm in (16, 8, 4, 2) if kind != "lm_head" else (32, 16, 8):
+            if time.perf_counter() > deadline:
+                break
+            budget = 4096 if which == "gate_up" else 8192
+            tile = (bm, min(1024, budget // bm, 1 << (k - 1).bit_length()))
+            try:
+                variant = model.variant(tiles={which: tile}, max_seq=model.chunk)
+                t = kind_seconds(variant, kind, stream)
+                del variant
+            except Exception as e:
+                rows.append({"kernel": kind, "BM": tile[0], "BK": tile[1],
+                             "error": f"{type(e).__name__}: {e}"})
+                continue
+            rows.append({"kernel": kind, "BM": tile[0], "BK": tile[1], "seconds": t,
+                         "default": tile == tuple(base)})
+            if found is None or t < found[1]:
+                found = (tile, t)
+        if found:
+            best[which] = found[0]
+    return best, rows
+
+
 def time_transformers_eager(config, weights, context: int, steps: int) -> dict:
     import torch
     from cutile_lab.models.reference import transformers_model
@@ -275,8 +316,11 @@ def main(argv=None) -> int:
     ap.add_argument("--chunk", type=int, default=16, help="KV rows per attention instance")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch baselines")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
-    ap.add_argument("--compile-timeout", type=int, default=75)
+    ap.add_argument("--compile-timeout", type=int, default=60)
     ap.add_argument("--out", help="also write the results here")
+    ap.add_argument("--no-sweep", dest="sweep", action="store_false",
+                    help="keep the model's GEMV tiles (default: try BM per projection, keep "
+                         "the fastest, and time the step again with them)")
     ap.add_argument("--sim", action="store_true",
                     help="a dry run of the script on the simulator with a tiny model (no "
                          "PyTorch, timings meaningless; writes nothing under results/)")
@@ -345,6 +389,20 @@ def main(argv=None) -> int:
     except Exception as e:
         result["errors"].append(f"unsafe append: {type(e).__name__}: {e}")
         traceback.print_exc()
+    if args.sweep and result.get("lab"):
+        try:
+            best, result["sweep"] = sweep_tiles(model, stream, time.perf_counter() + 40)
+            if any(tuple(best[k]) != tuple(model._tile(k)) for k in best):
+                tuned = model.variant(tiles=best)
+                result["lab_default_tiles"] = result["lab"]
+                result["lab"] = time_lab(tuned, args.context, args.steps, stream)
+                result["lab"]["pct_of_roofline"] = 100 * result["lab"]["tokens_per_s"] / roof
+                result["tiles"] = {k: tuned._tile(k)
+                                   for k in ("qkv", "o", "gate_up", "down", "lm_head")}
+                model = tuned
+        except Exception as e:
+            result["errors"].append(f"tile sweep: {type(e).__name__}: {e}")
+            traceback.print_exc()
     if result.get("lab"):
         rows = per_kernel(model, stream, result["lab"]["step_s"], mem_bw)
     if not args.no_torch:

@@ -141,7 +141,12 @@ def random_weights(config: Qwen3Config, *, seed: int | None = None, dtype=np.flo
 def load_checkpoint(path) -> tuple[Qwen3Config, dict[str, np.ndarray]]:
     """The configuration and weights of a local Hugging Face checkpoint folder: ``config.json``
     and ``model.safetensors``, or shards listed by ``model.safetensors.index.json``."""
-    from safetensors.numpy import load_file
+    try:
+        from safetensors.numpy import load_file
+    except ImportError:
+        raise LaunchError("loading a checkpoint needs the `safetensors` package",
+                          help="pip install 'cutile-lab[models]' (or: pip install safetensors)") \
+            from None
     folder = Path(path)
     cfg_file = folder / "config.json"
     if not cfg_file.is_file():
@@ -179,6 +184,11 @@ def rope_tables(config: Qwen3Config, length: int) -> tuple[np.ndarray, np.ndarra
     return np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
 
 
+# instances per SM the GEMV and attention kernels are compiled for (the ``occupancy`` hint): two
+# overlap one instance's first loads with the other's stream, and halve the registers (128)
+OCCUPANCY = 2
+
+
 def _pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
@@ -211,7 +221,7 @@ class Qwen3:
     """
 
     def __init__(self, config: Qwen3Config, weights: dict, *, dtype: str = "bf16",
-                 max_seq: int = 256, batch: int = 1, chunk: int = 16,
+                 max_seq: int = 256, batch: int = 1, chunk: int = 64,
                  unsafe_append: bool = False, tiles: dict | None = None):
         import cutile_lab as cl
         from cutile_lab.runtime.dtypes import as_dtype
@@ -335,22 +345,23 @@ class Qwen3:
                 "lm_head": (c.vocab_size, c.hidden_size)}[which]
 
     def _tile(self, which: str) -> tuple[int, int]:
-        """(BM, BK) of a projection, unless ``tiles=`` gave it. A GEMV instance on Hopper takes a
-        whole SM (255 registers x 256 threads, loads staged in shared memory), so instances run
-        in waves of one per SM: BM (rows per instance, 16, 8 or 4) is the largest whose last
-        wave is nearly full (within 2% of the best of the three), and BK is as wide as keeps the
-        (BM, BK) f32 accumulator at 8192 elements (4096 each where two weights stream at once),
-        at most 1024 (2 KiB of a bf16 row per load) and never wider than K rounded up."""
+        """(BM, BK) of a projection, unless ``tiles=`` gave it. A GEMV instance on Hopper takes
+        half an SM (``occupancy=2``: 128 registers x 256 threads, its loads staged in shared
+        memory), so instances run in waves of two per SM: BM (rows per instance: 16, 8 or 4)
+        is the largest whose last wave is nearly full (within 3% of the best), and BK is as wide
+        as keeps the (BM, BK) f32 accumulator at 8192 elements (4096 each where two weights
+        stream at once), at most 1024 (2 KiB of a bf16 row per load) and never wider than K
+        rounded up. ``benchmarks/bench_qwen3.py`` sweeps BM per projection on the device."""
         if which in self.tiles:
             return tuple(self.tiles[which])
         n, k = self.projection_shape(which)
-        sms = _sm_count()
+        slots = OCCUPANCY * _sm_count()
 
         def filled(bm):
             tiles = -(-n // bm) * self.batch
-            return tiles / (-(-tiles // sms) * sms)
+            return tiles / (-(-tiles // slots) * slots)
         best = max(filled(bm) for bm in (16, 8, 4))
-        bm = next(bm for bm in (16, 8, 4) if filled(bm) >= best - 0.02)
+        bm = next(bm for bm in (16, 8, 4) if filled(bm) >= best - 0.03)
         budget = 4096 if which == "gate_up" else 8192
         return bm, min(1024, budget // bm, _pow2(k))
 
@@ -369,11 +380,12 @@ class Qwen3:
         mx4 = self.mx.reshape(B * kv, self.splits, g, 1)
         sm4 = self.sm.reshape(B * kv, self.splits, g, 1)
         attn2 = self.attn.reshape(B, c.num_attention_heads * d)
-        rms = D.RMS_GEMV.kernel(dt=dt)
-        swiglu = D.RMS_GEMV_SWIGLU.kernel(dt=dt)
-        res = D.GEMV_RESIDUAL.kernel(dt=dt)
+        occ = f", occupancy={OCCUPANCY}"
+        rms = D.RMS_GEMV.kernel(dt=dt, hints=occ)
+        swiglu = D.RMS_GEMV_SWIGLU.kernel(dt=dt, hints=occ)
+        res = D.GEMV_RESIDUAL.kernel(dt=dt, hints=occ)
         attend = (D.ATTENTION_DECODE_UNSAFE if self.unsafe_append else D.ATTENTION_DECODE) \
-            .kernel(dt=dt)
+            .kernel(dt=dt, hints=occ)
         combine = D.ATTENTION_COMBINE.kernel(dt=dt)
         ch = self.chunk
         bs = min(16, _pow2(self.splits))
@@ -427,7 +439,7 @@ class Qwen3:
                                 w[p + "mlp.down_proj.weight"], x1, BK=td[1]),
                 w[p + "mlp.down_proj.weight"].nbytes + self.h.nbytes + 3 * B * h * it,
                 2 * B * w[p + "mlp.down_proj.weight"].size)
-        head = D.RMS_GEMV_ARGMAX.kernel(dt=dt)
+        head = D.RMS_GEMV_ARGMAX.kernel(dt=dt, hints=occ)
         th = self._tile("lm_head")
         add("lm_head", head,
             lambda: head(self.logits.partition_mut((1, th[0])), self.best.partition_mut((1, 1)),
