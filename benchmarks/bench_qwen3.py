@@ -109,19 +109,14 @@ def time_lab(model, context: int, steps: int, stream) -> dict:
             "tokens_per_s": 1.0 / median(secs)}
 
 
-def per_kernel(model, stream, step_s: float, mem_bw: float, repeats: int = 10) -> list[dict]:
-    """Each kind of launch of the step alone: all its launches (one per layer) in one graph."""
-    import cutile_lab as cl
-    kinds: dict[str, list] = {}
-    for launch in model.launches:
-        kinds.setdefault(launch.kind, []).append(launch)
+def per_kernel(model, stream, step_s: float, mem_bw: float) -> list[dict]:
+    """Each kind of launch of the step alone: bytes, time, % of HBM, share of the step."""
     rows = []
-    for kind, launches in kinds.items():
+    for kind in model.kinds():
+        launches = [x for x in model.launches if x.kind == kind]
         row = {"kernel": kind, "template": launches[0].kernel, "launches": len(launches)}
         try:
-            g = cl.graph(lambda launches=launches: cl.zip(*[x.make() for x in launches]))
-            t = median(times(lambda: g.launch(1, stream), stream, warmup=2,
-                             repeats=repeats)) / len(launches)
+            t = kind_seconds(model, kind, stream, repeats=10)
             nbytes = sum(x.bytes for x in launches) / len(launches)
             row.update(bytes=nbytes, flops=launches[0].flops, seconds=t,
                        bandwidth=nbytes / t, pct_of_hbm=100 * nbytes / t / mem_bw,
@@ -133,13 +128,10 @@ def per_kernel(model, stream, step_s: float, mem_bw: float, repeats: int = 10) -
 
 
 def kind_seconds(model, kind: str, stream, repeats: int = 5) -> float:
-    """Seconds per launch of ``kind``: all its launches of the step (one per layer) in one
-    graph, so that no layer's weights are still in L2 from the launch before."""
-    import cutile_lab as cl
-    launches = [x for x in model.launches if x.kind == kind]
-    g = cl.graph(lambda: cl.zip(*[x.make() for x in launches]))
-    return median(times(lambda: g.launch(1, stream), stream, warmup=1,
-                        repeats=repeats)) / len(launches)
+    """Seconds per launch of ``kind`` alone (``Qwen3.graph_of``: all its launches, one per
+    layer, in one graph)."""
+    g, n = model.graph_of(kind)
+    return median(times(lambda: g.launch(1, stream), stream, warmup=1, repeats=repeats)) / n
 
 
 def sweep_tiles(model, stream, deadline: float) -> tuple[dict, list[dict]]:

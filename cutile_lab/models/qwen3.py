@@ -460,6 +460,21 @@ class Qwen3:
         """The kernels of one step, in order, with the bytes each moves."""
         return list(self._launches)
 
+    def kinds(self) -> list[str]:
+        """The kinds of launch of a step, in order (``embed``, ``qkv``, ..., ``argmax``)."""
+        return list(dict.fromkeys(x.kind for x in self._launches))
+
+    def graph_of(self, kind: str):
+        """A CUDA graph of every launch of one kind in the step (``qkv``: one per layer, each
+        with its own layer's weights, so none is still in L2 from the launch before): what
+        that kernel costs alone. Returns (graph, number of launches in it)."""
+        launches = [x for x in self._launches if x.kind == kind]
+        if not launches:
+            raise LaunchError(f"no launch of kind {kind!r} in the step",
+                              help=f"use one of {self.kinds()}")
+        cl = self.cl
+        return cl.graph(lambda: cl.zip(*[x.make() for x in launches])), len(launches)
+
     def step_op(self):
         """One decode step as a DeviceOp (a chain of the step's launches, one stream)."""
         return self.cl.zip(*[launch.make() for launch in self._launches])
