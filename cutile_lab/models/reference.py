@@ -75,7 +75,9 @@ def transformers_model(config, weights: dict, *, dtype: str = "float32", device:
     Needs ``torch`` and ``transformers``."""
     import torch
     import transformers
-    hf_config = transformers.Qwen3Config(**config.to_dict())
+    fields = {k: v for k, v in config.to_dict().items()
+              if k not in ("model_type", "architectures")}
+    hf_config = transformers.Qwen3Config(**fields)
     rope = getattr(hf_config, "rope_parameters", None)
     if isinstance(rope, dict):              # transformers 5 keeps rope_theta in rope_parameters
         rope["rope_theta"] = config.rope_theta
