@@ -18,7 +18,9 @@ batch), where every weight is read once per token and the step is bound by HBM b
   it, and every instance stores its block back (a store on every path: the safe language's
   rule). ``ATTENTION_DECODE_UNSAFE`` reads the cache as shared and writes only the new row, in a
   justified ``unsafe`` block; the benchmark measures one against the other.
-  ``ATTENTION_COMBINE`` merges the blocks' partial results (log-sum-exp in base 2).
+  ``ATTENTION_COMBINE`` merges the blocks' partial results (log-sum-exp in base 2), in one
+  pass over the blocks that hold positions (``BS`` blocks a load: one load for up to
+  ``BS * CH`` positions).
 - ``EMBED`` gathers the token's embedding row; ``ARGMAX`` reduces the LM head's tile maxima to
   the greedy token and advances the position.
 
@@ -265,21 +267,21 @@ ATTENTION_COMBINE = template('''
 @kernel(opt_level=3{hints})
 def attention_combine_{dt}(out: Mut[Tensor[{dt}, "1, G, D"]], part: Tensor[f32, "?, ?, ?, ?"],
                            mx: Tensor[f32, "?, ?, ?, ?"], sm: Tensor[f32, "?, ?, ?, ?"],
-                           pos: Tensor[i32, "?, ?"], CH: Const[int] = 16,
+                           pos: Tensor[i32, "?, ?"], CH: Const[int] = 64,
                            BS: Const[int] = 16):
     bg = tile_id(0)
     p = reshape(load_tile(pos, (0, 0), (1, 1)), ())
-    used = (p + BS * CH) // (BS * CH)
     top = full((1, G, 1), -1.0e30, dtype=f32)
-    for c in range(used):
-        top = maximum(top, max(load_tile(mx, (bg, c, 0, 0), (1, BS, G, 1), padding="neg_inf"),
-                               axis=1))
     total = full((1, G, 1), 0.0, dtype=f32)
     acc = full((1, G, D), 0.0, dtype=f32)
-    for c in range(used):
-        scale = exp2(load_tile(mx, (bg, c, 0, 0), (1, BS, G, 1), padding="neg_inf")
-                     - reshape(top, (1, 1, G, 1)))
-        total = total + sum(scale * load_tile(sm, (bg, c, 0, 0), (1, BS, G, 1)), axis=1)
-        acc = acc + sum(scale * load_tile(part, (bg, c, 0, 0), (1, BS, G, D)), axis=1)
+    for c in range(p // (BS * CH) + 1):
+        m = load_tile(mx, (bg, c, 0, 0), (1, BS, G, 1), padding="neg_inf")
+        new_top = maximum(top, max(m, axis=1))
+        scale = exp2(m - reshape(new_top, (1, 1, G, 1)))
+        rescale = exp2(top - new_top)
+        total = total * rescale + sum(scale * load_tile(sm, (bg, c, 0, 0), (1, BS, G, 1)),
+                                      axis=1)
+        acc = acc * rescale + sum(scale * load_tile(part, (bg, c, 0, 0), (1, BS, G, D)), axis=1)
+        top = new_top
     out.store((acc * (1.0 / total)).astype({dt}))
 ''')

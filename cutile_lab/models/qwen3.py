@@ -388,7 +388,7 @@ class Qwen3:
             .kernel(dt=dt, hints=occ)
         combine = D.ATTENTION_COMBINE.kernel(dt=dt)
         ch = self.chunk
-        bs = min(16, _pow2(self.splits))
+        bs = min(32, _pow2(self.splits))
         hb = _pow2(h)
         L: list[Launch] = []
 
