@@ -138,12 +138,14 @@ def sweep_tiles(model, stream, deadline: float) -> tuple[dict, list[dict]]:
     """BM (rows per GEMV instance) of each projection, tried on the device: the fastest of
     each kind (BK as the model's rule sizes it); stops trying at ``deadline``."""
     best, rows = {}, []
-    for kind in ("qkv", "o_proj", "gate_up", "down", "lm_head"):
+    candidates = {"gate_up": (16, 8, 4), "down": (16, 8, 4, 2), "qkv": (16, 8, 4),
+                  "o_proj": (16, 8, 4, 2), "lm_head": (32, 16, 8)}    # the most bytes first
+    for kind, bms in candidates.items():
         which = {"o_proj": "o"}.get(kind, kind)
         n, k = model.projection_shape(which)
         base = model._tile(which)
         found = None
-        for bm in (16, 8, 4, 2) if kind != "lm_head" else (32, 16, 8):
+        for bm in bms:
             if time.perf_counter() > deadline:
                 break
             budget = 4096 if which == "gate_up" else 8192
@@ -163,6 +165,21 @@ def sweep_tiles(model, stream, deadline: float) -> tuple[dict, list[dict]]:
         if found:
             best[which] = found[0]
     return best, rows
+
+
+def copy_bandwidth() -> float | None:
+    """Bytes/s of a 1 GiB device-to-device copy (PyTorch): the bandwidth a kernel can reach in
+    practice (89.7% of the datasheet on an H100 SXM, benchmarks/NOTES.md)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    from benchmarks.common import torch_event_times
+    t = median(torch_event_times(lambda: b.copy_(a), warmup=3, repeats=10))
+    del a, b
+    return 2 * (1 << 30) / t
 
 
 def time_transformers_eager(config, weights, context: int, steps: int) -> dict:
@@ -366,6 +383,14 @@ def main(argv=None) -> int:
                           config.weight_bytes(2), "kv_bytes": config.kv_bytes(mid, 2),
                           "tokens_per_s": roof}
     result["tiles"] = {k: model._tile(k) for k in ("qkv", "o", "gate_up", "down", "lm_head")}
+    if not args.sim:
+        try:
+            copy_bw = copy_bandwidth()
+            if copy_bw:
+                result["copy_bw"] = copy_bw
+                result["roofline"]["tokens_per_s_at_copy_bw"] = copy_bw / nbytes
+        except Exception as e:
+            result["errors"].append(f"copy bandwidth: {type(e).__name__}: {e}")
     try:
         result["lab"] = time_lab(model, args.context, args.steps, stream)
         result["lab"]["pct_of_roofline"] = 100 * result["lab"]["tokens_per_s"] / roof
@@ -420,7 +445,10 @@ def main(argv=None) -> int:
     written = write(result, rows, args.out, results=not args.sim)
     print(f"{config.name} bf16, batch 1, context {args.context} on {device}")
     print(f"roofline: {nbytes / 1e9:.3f} GB per token at {mem_bw / 1e12:.2f} TB/s "
-          f"-> {roof:.1f} tokens/s")
+          f"(datasheet) -> {roof:.1f} tokens/s")
+    if result.get("copy_bw"):
+        print(f"          at the measured copy bandwidth {result['copy_bw'] / 1e12:.2f} TB/s "
+              f"-> {result['roofline']['tokens_per_s_at_copy_bw']:.1f} tokens/s")
     for name, label in (("lab", "lab (safe, one graph)"), ("lab_unsafe_append",
                         "lab, unsafe append"), ("torch_eager", "transformers eager"),
                         ("torch_compile", "torch.compile")):
@@ -428,14 +456,21 @@ def main(argv=None) -> int:
         if not r:
             continue
         if "tokens_per_s" in r:
+            extra = (f", {r['kernels_per_step']} kernels in one graph"
+                     if "kernels_per_step" in r else "")
             print(f"{label:<24}{r['tokens_per_s']:9.1f} tokens/s  "
-                  f"({100 * r['tokens_per_s'] / roof:.1f}% of the roofline)")
+                  f"({100 * r['tokens_per_s'] / roof:.1f}% of the roofline{extra})")
         else:
             print(f"{label:<24}{r.get('error')}")
     for name in ("lab_unsafe_append", "torch_eager", "torch_compile"):
         if f"lab_vs_{name}" in result:
             print(f"lab / {name}: {result[f'lab_vs_{name}']:.3f}x")
     print(table(result, rows))
+    if result.get("sweep"):
+        print("GEMV tiles tried (us per launch):", ", ".join(
+            f"{r['kernel']} {r['BM']}x{r['BK']}: {r['seconds'] * 1e6:.1f}"
+            for r in result["sweep"] if "seconds" in r))
+        print("tiles used:", result["tiles"])
     for e in result["errors"]:
         print("error:", e)
     print(f"({result['total_s']:.0f} s) wrote", ", ".join(str(p) for p in written))
