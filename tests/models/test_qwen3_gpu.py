@@ -75,9 +75,18 @@ def test_bf16_head_dim_128_close_to_transformers_and_unsafe_append_identical(gpu
     tokens = model.generate(prompt, 8, logits=logits)
     got = np.concatenate(logits, axis=0)
     scale = np.abs(hf_logits).max()
-    assert np.abs(got[len(prompt) - 1:] - hf_logits[len(prompt) - 1:]).max() < 0.05 * scale
-    agree = int(np.cumprod(np.array(tokens[0].tolist()) == np.array(hf_tokens)).sum())
-    assert agree >= 2, (tokens[0].tolist(), hf_tokens)
+    assert np.abs(got[:len(prompt)] - hf_logits[:len(prompt)]).max() < 0.05 * scale
+    # the greedy tokens agree for as long as the sequences are the same, wherever the top two
+    # logits are further apart than the two models' bf16 rounding differs (a near tie may go
+    # either way: from there on the sequences may part, and nothing more is compared)
+    for i in range(8):
+        row = len(prompt) - 1 + i
+        err = np.abs(got[row] - hf_logits[row]).max()
+        top2 = np.sort(hf_logits[row])[-2:]
+        assert err < 0.05 * scale
+        if top2[1] - top2[0] <= 2 * err:
+            break
+        assert tokens[0][i] == hf_tokens[i], (i, tokens[0].tolist(), hf_tokens)
     again = model.generate(prompt, 8)
     assert (again == tokens).all()
     unsafe = model.variant(unsafe_append=True)
