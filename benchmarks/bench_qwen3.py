@@ -109,6 +109,18 @@ def time_lab(model, context: int, steps: int, stream) -> dict:
             "tokens_per_s": 1.0 / median(secs)}
 
 
+def time_lab_launches(model, context: int, steps: int, stream) -> dict:
+    """The step as a chain of launches (no graph): the fallback where capture fails."""
+    import numpy as np
+    model.reset(np.random.default_rng(1).integers(0, model.config.vocab_size,
+                                                  (model.batch, context)))
+    for _ in range(context):
+        model.step_op().sync()
+    secs = times(lambda: model.step_op().start(stream), stream, warmup=2,
+                 repeats=min(steps, 16))
+    return {"step_s": median(secs), "tokens_per_s": 1.0 / median(secs), "graph": False}
+
+
 def per_kernel(model, stream, step_s: float, mem_bw: float) -> list[dict]:
     """Each kind of launch of the step alone: bytes, time, % of HBM, share of the step."""
     rows = []
@@ -410,6 +422,12 @@ def main(argv=None) -> int:
     except Exception as e:
         result["errors"].append(f"lab step: {type(e).__name__}: {e}")
         traceback.print_exc()
+        try:
+            result["lab_launches"] = time_lab_launches(model, args.context, args.steps, stream)
+            result["lab_launches"]["pct_of_roofline"] = \
+                100 * result["lab_launches"]["tokens_per_s"] / roof
+        except Exception as e2:
+            result["errors"].append(f"lab step without a graph: {type(e2).__name__}: {e2}")
     try:
         unsafe = model.variant(unsafe_append=True)
         result["lab_unsafe_append"] = time_lab(unsafe, args.context, args.steps, stream)
@@ -464,7 +482,9 @@ def main(argv=None) -> int:
     if result.get("copy_bw"):
         print(f"          at the measured copy bandwidth {result['copy_bw'] / 1e12:.2f} TB/s "
               f"-> {result['roofline']['tokens_per_s_at_copy_bw']:.1f} tokens/s")
-    for name, label in (("lab", "lab (safe, one graph)"), ("lab_unsafe_append",
+    for name, label in (("lab", "lab (safe, one graph)"), ("lab_launches",
+                        "lab (no graph)"), ("lab_default_tiles", "lab, untuned tiles"),
+                        ("lab_unsafe_append",
                         "lab, unsafe append"), ("torch_eager", "transformers eager"),
                         ("torch_compile", "torch.compile")):
         r = result.get(name)
