@@ -522,11 +522,12 @@ class Qwen3:
         """Greedy decode: ``n`` new tokens per sequence after ``prompt``, (batch, n). With
         ``logits`` (a list), the logits of each step are appended to it."""
         self.reset(prompt)
+        if self.prompt_tokens + n - 1 > self.max_seq:
+            raise LaunchError(f"a prompt of {self.prompt_tokens} and {n} new tokens do not fit "
+                              f"a cache of {self.max_seq} positions",
+                              help="build the model with a larger max_seq")
         out = []
         for i in range(self.prompt_tokens + n - 1):
-            if self.prompt_tokens + n - 1 > self.max_seq:
-                raise LaunchError(f"{self.prompt_tokens} + {n} tokens do not fit a cache of "
-                                  f"{self.max_seq}")
             self.step()
             if logits is not None:
                 logits.append(self.logits.to_numpy().copy())

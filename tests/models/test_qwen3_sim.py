@@ -153,6 +153,8 @@ def test_bad_inputs_are_located_errors(tmp_path):
         model.reset(list(range(9)))
     with pytest.raises(LaunchError, match="token ids"):
         model.reset([1, 500])
+    with pytest.raises(LaunchError, match="do not fit a cache of 8"):
+        model.generate([1, 2, 3], 7)
 
 
 def test_named_configurations_have_the_published_shapes():
