@@ -9,7 +9,8 @@ batch), where every weight is read once per token and the step is bound by HBM b
   KiB, W is MiBs), ``RMS_GEMV_SWIGLU`` computes ``silu(Wg xn) * (Wu xn)`` from two weights in one
   pass, ``GEMV_RESIDUAL`` adds the residual stream in its epilogue, ``RMS_GEMV_ARGMAX`` (the LM
   head) also writes its tile's maximum and where it is, so that the greedy token costs one small
-  reduction over tiles (``ARGMAX``) instead of a pass over the logits.
+  reduction over tiles (``ARGMAX``, one load of up to 16384 tile maxima: Qwen3's 151936-token
+  vocabulary in 16-row tiles is 9496) instead of a pass over the logits.
 - ``ATTENTION_DECODE``: one query row per (batch, KV head) against the KV cache, split along the
   sequence into ``CH``-row blocks so that a short batch fills the GPU; each instance applies the
   q/k RMSNorm and the rotary embedding to its group's query heads and the new key itself, and

@@ -451,7 +451,7 @@ class Qwen3:
         bb = _pow2(B)
         add("argmax", am,
             lambda: am(self.token.partition_mut((bb, 1)), self.pos.partition_mut((1, 1)),
-                       self.best, self.best_at, BC=min(1024, _pow2(self.head_tiles))),
+                       self.best, self.best_at, BC=min(16384, _pow2(self.head_tiles))),
             2 * self.best.nbytes)
         return L
 
