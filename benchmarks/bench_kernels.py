@@ -11,8 +11,9 @@ fresh random data before it is timed; times are medians of CUDA-event pairs afte
 memory-bound inputs are far larger than L2 (50 MB); GEMM and attention run back to back, as
 their baselines do, and are timed in alternating rounds with their baseline (the ratio is the
 median of the rounds' ratios: under tensor-core load the clock drifts within a run). ``--tune``
-sweeps tile sizes and stores the fastest configuration per architecture (GEMM per dtype,
-attention per causal/non-causal) in ``cutile_lab/kernels/tuned.json``. Writes ``benchmarks/results/kernels-<device>``
+sweeps tile sizes and stores the fastest configuration per device (its name and memory
+bandwidth, ``tuning.device_key``; GEMM per dtype, attention per causal/non-causal)
+in ``cutile_lab/kernels/tuned.json``. Writes ``benchmarks/results/kernels-<device>``
 ``.json``/``.csv`` and the roofline and bandwidth plots beside them.
 """
 from __future__ import annotations
@@ -34,7 +35,7 @@ from benchmarks.common import (event_times, median, to_torch,  # noqa: E402
                                torch_event_times, try_import, use_gpu, versions)
 from cutile_lab.kernels import elementwise, flash_attention, matmul, rowwise  # noqa: E402
 from cutile_lab.kernels.library import template                     # noqa: E402
-from cutile_lab.kernels.tuning import hints_text, store                         # noqa: E402
+from cutile_lab.kernels.tuning import device_key, hints_text, store           # noqa: E402
 from cutile_lab.performance import counting                         # noqa: E402
 
 # The same schedules with the output written by raw stores in `unsafe` code: what safety costs.
@@ -73,6 +74,7 @@ class Bench:
         from cutile_lab.runtime.device import device_info, gpu
         self.args = args
         self.info = device_info()
+        self.key = device_key(self.info)      # --tune stores under this device's own key
         self.peaks = lookup_device(self.info.name)
         self.g = gpu()
         self.s = self.g.new_stream()
@@ -190,7 +192,7 @@ class Bench:
             if best is None or t < best[0]:
                 best = (t, {"B": B, **hints})
         if self.args.tune:
-            store(self.info.arch, "add", best[1], ms=best[0] * 1e3)
+            store(self.key, "add", best[1], ms=best[0] * 1e3)
 
     def rowwise_family(self):
         torch = self.torch
@@ -255,7 +257,7 @@ class Bench:
                     if best is None or t < best[0]:
                         best = (t, {"BR": BR, **hints})
                 if self.args.tune:
-                    store(self.info.arch, family, best[1], variant=str(cols),
+                    store(self.key, family, best[1], variant=str(cols),
                           ms=best[0] * 1e3, torch_ms=t_torch * 1e3)
                 if family == "softmax":
                     self.guard("safety softmax", self.safety_softmax, cx, out, tout, ref, cols,
@@ -322,7 +324,7 @@ class Bench:
                     if best is None or ratio > best[2]:
                         best = (t, cfg, ratio, tb)
                 if self.args.tune and best and n == 8192:
-                    store(self.info.arch, "gemm", best[1], variant=dt, ms=best[0] * 1e3,
+                    store(self.key, "gemm", best[1], variant=dt, ms=best[0] * 1e3,
                           cublas_ms=best[3] * 1e3, vs_cublas=best[2])
                 if best and dt == "f16" and n == 8192:
                     self.guard("safety gemm", self.safety_gemm, ca, cb, c, tc, ref, best[1],
@@ -400,7 +402,7 @@ class Bench:
             if best and fa2 is not None:
                 print(f"  best vs SDPA's FlashAttention-2 backend: {fa2 / best[0]:.3f}x")
             if self.args.tune and best:
-                store(self.info.arch, "attention", best[1], variant=tag, ms=best[0] * 1e3,
+                store(self.key, "attention", best[1], variant=tag, ms=best[0] * 1e3,
                       sdpa_ms=best[3] * 1e3, vs_sdpa=best[2])
 
     def sdpa_flash(self, q, k, v, causal):
@@ -533,7 +535,7 @@ def write(bench: Bench, out: str | None, name: str = "kernels"):
     of some families only (``--only``) is named after them, so that it never replaces the
     results of a run of all of them."""
     info = bench.info
-    result = {"device": info.name, "arch": info.arch,
+    result = {"device": info.name, "arch": info.arch, "tuning_key": bench.key,
               "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
               "versions": versions(), "rows": bench.rows, "errors": bench.errors}
     slug = re.sub(r"[^A-Za-z0-9]+", "-", info.name).strip("-").lower()
@@ -576,7 +578,7 @@ def main(argv=None, *, families: str | None = None, description: str | None = No
     if args.tune_from:
         data = json.loads(Path(args.tune_from).read_text())
         for family, variant, cfg, ms in fastest_configurations(data["rows"]):
-            store(data["arch"], family, cfg, variant=variant, ms=ms)
+            store(data.get("tuning_key", data["arch"]), family, cfg, variant=variant, ms=ms)
         print(f"stored the fastest configurations of {args.tune_from}")
         return 0
     if args.replot:

@@ -203,6 +203,7 @@ class Bench:
             import importlib
             importlib_launch = importlib.import_module("cutile_lab.runtime.launch")
         L = importlib_launch
+        from cutile_lab.runtime import driver as D
         g = gpu()
         s = g.new_stream()
         N = 1024
@@ -248,7 +249,7 @@ class Bench:
         per_replay1 = host_per_call(lambda: graph1.launch(1, s), s.sync, n=200, warmup=20)
         rec("cutile_lab graph replay (1 kernel/graph)", per_replay1, kind="enqueue")
         how = "ctypes cuLaunchKernel, arguments packed once per cached entry" \
-            if isinstance(op._entry.raw, L._RawLaunch) else "cuda.core.launch"
+            if isinstance(op._entry.raw, D.RawLaunch) else "cuda.core.launch"
         self.notes.append(f"kernel launches: {how}; graph replay: "
                           f"{'ctypes cuGraphLaunch' if graph._raw else 'cuda.core Graph.launch'}"
                           f" of a graph captured by {graph.method}")
@@ -277,11 +278,11 @@ class Bench:
         rec("raw cuda.core.launch (same cubin)",
             host_per_call(lambda: core_launch(s, entry.config, entry.plan.kernel, *args), s.sync,
                           n=n_iter), kind="enqueue")
-        if isinstance(entry.raw, L._RawLaunch):
+        if isinstance(entry.raw, D.RawLaunch):
             raw = entry.raw
             _, vp = g.stream_handles(s)
             rec("raw cuLaunchKernel via ctypes (this runtime's packed call)",
-                host_per_call(lambda: raw.go(vp, raw.ptrs, None), s.sync, n=n_iter),
+                host_per_call(lambda: raw.launch_kernel(vp, raw.ptrs, None), s.sync, n=n_iter),
                 kind="enqueue")
             self.guard("driver calls of a start", lambda: self._driver_floor(s, vp, raw, rec,
                                                                              n_iter))
@@ -337,8 +338,8 @@ class Bench:
         completion event (launch + cuEventRecord), next to the launch alone: what the lazy
         events of ``ownership`` save per start."""
         import ctypes
-        importlib_launch = sys.modules["cutile_lab.runtime.launch"]
-        lib = importlib_launch.libcuda()
+        from cutile_lab.runtime import driver as D
+        lib = D.libcuda()
         ev = s.record()
         evh = ctypes.c_void_p(int(ev.handle))
         record = lib.cuEventRecord
@@ -346,7 +347,7 @@ class Bench:
                                                           n=n_iter), kind="enqueue")
 
         def both():
-            raw.go(vp, raw.ptrs, None)
+            raw.launch_kernel(vp, raw.ptrs, None)
             record(evh, vp)
         rec("raw cuLaunchKernel + cuEventRecord via ctypes (a start's driver calls)",
             host_per_call(both, s.sync, n=n_iter), kind="enqueue")

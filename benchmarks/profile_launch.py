@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     op.start(s).wait()
     raw = op._entry.raw
     lane, vp = g.stream_handles(s)
-    lib = L.libcuda()
+    lib = importlib.import_module("cutile_lab.runtime.driver").libcuda()
     ev = s.record()
     evh = ctypes.c_void_p(int(ev.handle))
     rows = {}
@@ -74,15 +74,15 @@ def main(argv=None) -> int:
         print(f"{name:58s} idle {r['idle_us']:7.2f}  burst50 {r['short_burst_us']:7.2f}  "
               f"pressure {r['pressure_us']:7.2f} us")
 
-    both(lambda: raw.go(vp, raw.ptrs, None), "ctypes cuLaunchKernel")
+    both(lambda: raw.launch_kernel(vp, raw.ptrs, None), "ctypes cuLaunchKernel")
 
     class LaunchConfig(ctypes.Structure):
         _fields_ = [("gx", ctypes.c_uint), ("gy", ctypes.c_uint), ("gz", ctypes.c_uint),
                     ("bx", ctypes.c_uint), ("by", ctypes.c_uint), ("bz", ctypes.c_uint),
                     ("smem", ctypes.c_uint), ("stream", ctypes.c_void_p),
                     ("attrs", ctypes.c_void_p), ("nattrs", ctypes.c_uint)]
-    func = raw.go.args[0]
-    block = raw.go.args[4]
+    func = raw.launch_kernel.args[0]
+    block = raw.launch_kernel.args[4]
     cfg = LaunchConfig(1, 1, 1, block, 1, 1, 0, vp.value, None, 0)
     cfgp = ctypes.c_void_p(ctypes.addressof(cfg))
     ex = lib.cuLaunchKernelEx
@@ -99,13 +99,13 @@ def main(argv=None) -> int:
     both(lambda: lib.cuEventRecord(evh, vp), "ctypes cuEventRecord")
 
     def launch_event():
-        raw.go(vp, raw.ptrs, None)
+        raw.launch_kernel(vp, raw.ptrs, None)
         lib.cuEventRecord(evh, vp)
     both(launch_event, "ctypes cuLaunchKernel + cuEventRecord")
     k = [0]
 
     def launch_event32():
-        raw.go(vp, raw.ptrs, None)
+        raw.launch_kernel(vp, raw.ptrs, None)
         k[0] += 1
         if k[0] % 32 == 0:
             lib.cuEventRecord(evh, vp)

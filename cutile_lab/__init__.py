@@ -24,8 +24,10 @@ __all__ = ["Kernel", "kernel", "kernels_from_source", "load_kernels", "CutileLab
 
 def load_ipython_extension(ipython):
     """``%load_ext cutile_lab``"""
+    from cutile_lab.notebook.explain import register as register_explain
     from cutile_lab.notebook.magics import load_ipython_extension as load
     load(ipython)
+    register_explain(ipython)
 
 # The host runtime, loaded on first use (cl.zeros, cl.launch, cl.set_backend, ...). Its tensor
 # class is cutile_lab.runtime.Tensor: cl.Tensor is the signature annotation.
@@ -33,7 +35,8 @@ _RUNTIME_NAMES = frozenset({
     "set_backend", "backend", "zeros", "ones", "full", "arange", "rand", "randn", "from_numpy",
     "asarray", "empty", "launch", "graph", "stream", "synchronize", "zip", "value", "DeviceOp",
     "Pending", "Partition", "Graph", "device_info", "describe_device", "gpu_available",
-    "OwnershipError", "cuda_kernel", "CudaKernel", "torch_op"})
+    "OwnershipError", "cuda_kernel", "CudaKernel", "torch_op", "use_device", "current_device",
+    "device_count"})
 
 
 def __getattr__(name):

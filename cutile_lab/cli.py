@@ -1,4 +1,5 @@
-"""The ``cutile-lab`` command: info, check, compile and cache, for files of tile kernels."""
+"""The ``cutile-lab`` command: info, check, compile and cache, for files of tile kernels;
+explain (a diagnostic code's entry in the catalog) and tutorials (the notebooks, copied out)."""
 from __future__ import annotations
 
 import argparse
@@ -95,8 +96,23 @@ def cmd_compile(args) -> int:
     elif args.emit == "lowered":
         _write(args.output, compiled.lowered_source)
     else:
-        _write(args.output, _report_text(compiled))
+        _write(args.output, _report_text(compiled) + _report_sections(compiled, args.show))
     return 0
+
+
+def _report_sections(compiled, show: str | None) -> str:
+    """The report's Tile IR, resources, remarks and lowered Python as terminal text, as the
+    notebook's text report has them (``--show tileir,resources``: only those, long ones whole)."""
+    from cutile_lab.notebook.report import SECTIONS, compile_report_json, report_sections_text
+    wanted = None if show in (None, "all") else [s.strip() for s in show.split(",") if s.strip()]
+    bad = [s for s in wanted or () if s not in SECTIONS]
+    if bad:
+        raise CutileLabError(f"--show: unknown section {', '.join(map(repr, bad))}",
+                             help=f"choose from {','.join(SECTIONS)} (or all)")
+    # by default what the lines above do not already say (remarks, timings)
+    report = compile_report_json(compiled, show=wanted if wanted is not None else
+                                 ["tileir", "resources", "sass", "lowered"])
+    return "".join(line + "\n" for line in report_sections_text(report))
 
 
 def _report_text(compiled) -> str:
@@ -139,6 +155,68 @@ def cmd_cache(args) -> int:
     return 0
 
 
+def cmd_explain(args) -> int:
+    """``cutile-lab explain TL010``: the catalog's entry for a code, like ``rustc --explain``."""
+    from cutile_lab.checking.explain import entries, explain_text
+    if args.list or not args.code:
+        from cutile_lab.checking.codes import CODES
+        for code in entries():
+            info = CODES.get(code)
+            print(f"{code}  {info.severity:<8} {info.title}" if info else code)
+        if not args.list:
+            print("\nexplain one with: cutile-lab explain CODE", file=sys.stderr)
+        return 0
+    sys.stdout.write(explain_text(args.code))
+    return 0
+
+
+TUTORIAL_FILES = ("*.ipynb", "puzzles.py", "README.md")
+
+
+def tutorials_source():
+    """Where this installation's tutorial notebooks are: shipped in the package
+    (``cutile_lab/tutorials``), else the checkout's ``notebooks/``."""
+    from pathlib import Path
+    here = Path(__file__).resolve().parent
+    for folder in (here / "tutorials", here.parent / "notebooks"):
+        if any(folder.glob("[0-9]*.ipynb")):
+            return folder
+    raise CutileLabError("the tutorial notebooks are missing from this installation "
+                         f"(looked in {here / 'tutorials'} and {here.parent / 'notebooks'})",
+                         help="reinstall cutile-lab from a wheel, or run from a checkout")
+
+
+def cmd_tutorials(args) -> int:
+    """``cutile-lab tutorials [DIR]``: copy the tutorials into DIR (files already there are
+    kept: they may hold your work) and open JupyterLab on them."""
+    import shutil
+    from pathlib import Path
+    src = tutorials_source()
+    dest = Path(args.dir).expanduser()
+    dest.mkdir(parents=True, exist_ok=True)
+    copied, kept = [], []
+    for pattern in TUTORIAL_FILES:
+        for f in sorted(src.glob(pattern)):
+            target = dest / f.name
+            if target.exists() and not args.force:
+                kept.append(f.name)
+                continue
+            shutil.copyfile(f, target)
+            copied.append(f.name)
+    print(f"tutorials in {dest.resolve()}: {len(copied)} copied"
+          + (f", {len(kept)} already there and kept (--force replaces them)" if kept else ""),
+          file=sys.stderr)
+    if args.no_open:
+        print(dest.resolve())
+        return 0
+    lab = [sys.executable, "-m", "jupyter", "lab", str(dest)]
+    if hasattr(os, "getuid") and os.getuid() == 0:
+        lab.append("--allow-root")    # containers often run as root
+    sys.stdout.flush()
+    os.execv(sys.executable, lab)
+    return 0    # not reached
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cutile-lab",
                                 description="Check, compile and inspect safe GPU tile kernels.")
@@ -157,17 +235,36 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--emit", choices=["tileir", "cubin", "report", "lowered"], default="report")
     k.add_argument("-o", "--output", help="output file (default: stdout; cubin: NAME.ARCH.cubin)")
     k.add_argument("--no-cache", action="store_true", help="compile even if cached")
+    k.add_argument("--show", metavar="SECTIONS",
+                   help="report sections after the summary, e.g. tileir,resources (default: "
+                        "all; a long section is cut unless it is the only long one asked for)")
     k.set_defaults(func=cmd_compile)
     ca = sub.add_parser("cache", help="inspect or clear the compile cache")
     ca.add_argument("action", choices=["info", "clear"])
     ca.set_defaults(func=cmd_cache)
+    e = sub.add_parser("explain", help="what a diagnostic code means and how to fix it",
+                       description="Print the catalog's entry for a diagnostic code (the part "
+                                   "in brackets of `error[TL010]: ...`).")
+    e.add_argument("code", nargs="?", help="e.g. TL010; without it, the documented codes")
+    e.add_argument("--list", action="store_true", help="list the documented codes")
+    e.set_defaults(func=cmd_explain)
+    t = sub.add_parser("tutorials", help="copy the tutorial notebooks to a folder and open them",
+                       description="Copy the tutorial notebooks (shipped with the package) "
+                                   "into DIR and open JupyterLab on them.")
+    t.add_argument("dir", nargs="?", default="cutile-lab-tutorials",
+                   help="where to put them (default: ./cutile-lab-tutorials)")
+    t.add_argument("--no-open", action="store_true",
+                   help="only copy; print the folder instead of opening JupyterLab")
+    t.add_argument("--force", action="store_true",
+                   help="replace notebooks already in DIR (your changes to them are lost)")
+    t.set_defaults(func=cmd_tutorials)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        return _run_to_closed_pipe(args)
     except KernelDiagnosticsError as e:
         print(str(e), file=sys.stderr)
         return 1
@@ -179,6 +276,21 @@ def main(argv: list[str] | None = None) -> int:
     except CutileLabError as e:
         print(f"error[{e.code}]: {e}", file=sys.stderr)
         return 1
+
+
+def _run_to_closed_pipe(args) -> int:
+    """Run a subcommand; a reader that stops early (``cutile-lab info | head -2``) ends it
+    quietly, as it ends any Unix tool, with the status of a closed pipe (128 + SIGPIPE)."""
+    try:
+        status = args.func(args)
+        sys.stdout.flush()      # a piped stdout is buffered: the closed pipe shows up here
+        return status
+    except BrokenPipeError:
+        # Python would try to flush stdout again at exit and print the error: point it at
+        # /dev/null first.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

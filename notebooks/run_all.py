@@ -4,6 +4,7 @@
     python notebooks/run_all.py                       # every notebook of this folder, in order
     python notebooks/run_all.py 03 07-puzzles.ipynb   # some of them (names or name prefixes)
     python notebooks/run_all.py --quiet --json runs.json
+    python notebooks/run_all.py --store 03            # store outputs (CPU, as tests/notebooks)
 
 Each notebook runs in a fresh process, in this folder (as Jupyter would run it), with the
 repository on ``sys.path``. Cell outputs are printed as text (images and HTML are summarized),
@@ -13,6 +14,11 @@ stops that notebook, prints the cell and its traceback, and makes the exit statu
 
 This is how the notebooks are run on a GPU machine that has IPython but no Jupyter: there,
 launches go to the GPU and the timing cells time.
+
+``--store`` is how the outputs committed in the ``.ipynb`` files are made: each notebook is
+first synced with its paired ``.py`` (jupytext), then executed in a Jupyter kernel (nbclient)
+with no GPU visible and a fresh compile cache -- what ``tests/notebooks`` compares against --
+and written back.
 """
 from __future__ import annotations
 
@@ -160,7 +166,51 @@ def run_one(path: Path, quiet: bool, full: bool) -> dict:
     if puzzles is not None and getattr(puzzles, "RESULTS", None):
         record["puzzles"] = {k: {"ok": r.ok, "kind": r.kind, "message": r.message}
                              for k, r in puzzles.RESULTS.items()}
+        record["checks"] = [{"puzzle": r.puzzle, "ok": r.ok, "kind": r.kind,
+                             "message": r.message, "pattern": r.pattern,
+                             "picture": r.picture is not None}
+                            for r in getattr(puzzles, "HISTORY", [])]
     return record
+
+
+# --- storing outputs -------------------------------------------------------------------------
+
+def store_env(cache_dir: str) -> dict:
+    """The environment stored outputs are made in (and tests/notebooks runs in): no GPU, a
+    fresh compile cache, the repository importable."""
+    env = dict(os.environ)
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    env["CUTILE_LAB_CACHE_DIR"] = cache_dir
+    env.pop("CUTILE_LAB_BACKEND", None)
+    env.pop("CUTILE_LAB_NO_CACHE", None)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]]
+                                                      if env.get("PYTHONPATH") else []))
+    env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    return env
+
+
+def store(path: Path) -> float:
+    """Sync ``path`` with its paired text file, execute it on the CPU, write its outputs."""
+    import tempfile
+
+    import jupytext
+    from jupytext.cli import jupytext as jupytext_cli
+    from nbclient import NotebookClient
+    jupytext_cli(["--sync", "--quiet", str(path)])
+    nb = jupytext.read(path)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="cutile-lab-nb-cache-") as cache:
+        saved = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(store_env(cache))
+        try:
+            NotebookClient(nb, timeout=900, kernel_name="python3", record_timing=False,
+                           resources={"metadata": {"path": str(path.parent)}}).execute()
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+    jupytext.write(nb, path)
+    return time.perf_counter() - t0
 
 
 # --- every notebook, one process each ---------------------------------------------------------
@@ -171,6 +221,9 @@ def main(argv=None) -> int:
     ap.add_argument("--quiet", action="store_true", help="print only the summary")
     ap.add_argument("--full", action="store_true", help="do not shorten long outputs")
     ap.add_argument("--json", metavar="FILE", help="write the per-notebook records as JSON")
+    ap.add_argument("--store", action="store_true",
+                    help="sync each notebook with its .py, run it on the CPU in a Jupyter "
+                         "kernel and store its outputs in the .ipynb")
     ap.add_argument("--one", metavar="NOTEBOOK", help=argparse.SUPPRESS)
     ap.add_argument("--record", metavar="FILE", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -182,6 +235,10 @@ def main(argv=None) -> int:
         return 0 if rec["ok"] else 1
 
     paths = notebooks(args.notebooks)
+    if args.store:
+        for path in paths:
+            print(f"stored {path.name} in {store(path):.1f} s", flush=True)
+        return 0
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + ([env["PYTHONPATH"]]
                                                       if env.get("PYTHONPATH") else []))

@@ -8,6 +8,9 @@ Code blocks are tagged by what they are:
 - ```` ```python fix ```` the same kernel fixed: no diagnostic at all;
 - ```` ```python launch ```` a launch snippet that produces exactly the section's code;
 - ```` ```python launch-fix ```` the launch fixed;
+- ```` ```python library ```` a call of the kernel library (``cutile_lab.kernels``) on the
+  simulator that is refused with exactly the section's code; ```` ```python library-fix ```` the
+  call fixed (it runs);
 - ```` ```text ```` right after an example: its rendered output (regenerated, never hand-written).
 
 Launch snippets run against a small host model (``SimHost``): ``tensor(shape, dtype)`` makes a
@@ -35,9 +38,13 @@ ANCHOR = re.compile(r'^<a id="(tl\d{3})"></a>\s*$')
 HEADING = re.compile(r"^## (TL\d{3})\b")
 
 
+KINDS = ("kernel", "fix", "launch", "launch-fix", "library", "library-fix")
+BAD_KINDS = ("kernel", "launch", "library")
+
+
 @dataclass
 class Example:
-    kind: str            # kernel | fix | launch | launch-fix
+    kind: str            # one of KINDS
     text: str
     start: int           # index of the opening fence line
     end: int             # index of the closing fence line
@@ -70,8 +77,7 @@ def parse_catalog(text: str) -> list[Entry]:
             j = i + 1
             while j < len(lines) and lines[j].rstrip() != "```":
                 j += 1
-            if m.group(1) == "python" and m.group(2) in ("kernel", "fix", "launch",
-                                                          "launch-fix") and entries:
+            if m.group(1) == "python" and m.group(2) in KINDS and entries:
                 entries[-1].examples.append(
                     Example(m.group(2), "\n".join(lines[i + 1:j]) + "\n", i, j))
             i = j + 1
@@ -284,7 +290,27 @@ def run_example(kind: str, text: str, filename: str) -> list[Diagnostic]:
     from cutile_lab.checking import check_source
     if kind in ("kernel", "fix"):
         return check_source(text, filename)
+    if kind in ("library", "library-fix"):
+        return run_library_call(text, filename)
     return SimHost(filename).run(text)
+
+
+def run_library_call(text: str, filename: str) -> list[Diagnostic]:
+    """Run a snippet that calls the kernel library on the simulator: the diagnostics of the
+    error it raises (none if it runs)."""
+    from cutile_lab.errors import KernelDiagnosticsError
+    import importlib
+    _backend = importlib.import_module("cutile_lab.runtime.backend")
+    KernelSource(text, filename).register()
+    before = _backend._explicit
+    _backend.set_backend("sim")
+    try:
+        exec(compile(text, filename, "exec"), {"__name__": "__catalog__"})
+    except KernelDiagnosticsError as e:
+        return list(e.diagnostics)
+    finally:
+        _backend.set_backend(before)
+    return []
 
 
 def example_filename(code: str, kind: str) -> str:
@@ -321,7 +347,7 @@ def regenerate(text: str) -> str:
     edits: list[tuple[int, int, list[str]]] = []   # replace lines[a:b] with new lines
     for entry in entries:
         for ex in entry.examples:
-            if ex.kind not in ("kernel", "launch"):
+            if ex.kind not in BAD_KINDS:
                 continue
             rendered = render_example(entry.code, ex).split("\n")
             block = ["```text"] + rendered + ["```"]

@@ -3,8 +3,9 @@ and a one-line title.
 
 ``TL0xx`` codes come from the kernel's source (the frontend's signature checks and the kernel-level
 rules, run when a kernel is defined); ``TL1xx`` codes come from a launch (the launch-level rules,
-run on the host before work is queued). A code, once published, keeps its meaning; retired codes
-are not reused. Every code has an entry in ``docs/diagnostics.md`` (a test checks this).
+run on the host before work is queued); ``TL15x`` codes come from a call of the kernel library
+(``cutile_lab.kernels``: its host-side checks of the arguments). A code, once published, keeps
+its meaning; retired codes are not reused. Every code has an entry in ``docs/diagnostics.md`` (a test checks this).
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ class Code:
     code: str
     severity: Severity
     title: str
-    level: Literal["kernel", "launch"]
+    level: Literal["kernel", "launch", "library"]
 
 
 _TABLE: list[tuple[str, Severity, str]] = [
@@ -84,10 +85,25 @@ _TABLE: list[tuple[str, Severity, str]] = [
     ("TL117", "error", "a parameter is missing, or an argument matches no parameter"),
     ("TL118", "error", "a tensor is passed for a scalar parameter, or a scalar for a tensor"),
     ("TL119", "error", "the `Mut` outputs' partitions have different numbers of tiles"),
+    # library calls (cutile_lab.kernels): the host function's arguments, before any launch
+    ("TL150", "error", "a library function's argument is not a tensor of numbers"),
+    ("TL151", "error", "a library function's argument has a rank the function does not take"),
+    ("TL152", "error", "a library function's arguments have shapes that do not fit together"),
+    ("TL153", "error", "a library function's argument has a dtype it does not take"),
+    ("TL154", "error", "a library function's argument is on another device or backend"),
+    ("TL155", "error", "a library function's option has a value it does not take"),
 ]
 
+def _level(code: str) -> str:
+    """TL0xx: the kernel's source; TL15x: a library function's arguments; other TL1xx: a
+    launch."""
+    if code.startswith("TL15"):
+        return "library"
+    return "launch" if code.startswith("TL1") else "kernel"
+
+
 CODES: dict[str, Code] = {
-    c: Code(c, sev, title, "launch" if c.startswith("TL1") else "kernel")
+    c: Code(c, sev, title, _level(c))
     for c, sev, title in _TABLE
 }
 

@@ -21,18 +21,23 @@ import linecache
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
+from cutile_lab.checking.explain import anchor as explain_anchor
+from cutile_lab.checking.explain import entry_markdown, explain_html
 from cutile_lab.errors import Diagnostic, Span
 
-CATALOG_URL = "docs/diagnostics.md"
-"""Where the catalog of codes lives; each code links to ``CATALOG_URL + '#tl012'``."""
+CATALOG_URL: str | None = None
+"""The catalog's published address, once it has one (each code would link to
+``CATALOG_URL + '#tl012'``). Until then a code links to its explanation inline, which HTML
+reports carry with them (``explain.explain_html``): never to a path inside the source tree,
+which an installed user does not have."""
 
 SourceLookup = Callable[[str, int], str]
 
 TAB = 4
 
 
-def catalog_url(code: str) -> str:
-    return f"{CATALOG_URL}#{code.lower()}"
+def catalog_url(code: str) -> str | None:
+    return f"{CATALOG_URL}#{code.lower()}" if CATALOG_URL else None
 
 
 def default_lookup(filename: str, line: int) -> str:
@@ -311,7 +316,8 @@ def _paint_html_rows(rows: list[Row]) -> str:
 
 def render_html(diags: Iterable[Diagnostic], source_lookup: SourceLookup | None = None) -> str:
     """Self-contained HTML (inline styles only): one block per diagnostic, its code a link to
-    the catalog entry, ``data-file``/``data-line``/``data-col`` attributes for jump-to-line."""
+    the catalog entry (carried inline, folded, after the blocks), ``data-file``/``data-line``/
+    ``data-col`` attributes for jump-to-line."""
     diags = list(diags)
     lookup = source_lookup or default_lookup
     blocks = []
@@ -319,7 +325,10 @@ def render_html(diags: Iterable[Diagnostic], source_lookup: SourceLookup | None 
         rows = _layout(d, lookup)
         color = _HTML_COLORS.get(d.severity, "#888")
         tint = _HTML_TINT.get(d.severity, "transparent")
-        code_link = (f'<a href="{_html.escape(catalog_url(d.code))}" target="_blank" '
+        href, target = catalog_url(d.code), ' target="_blank"'
+        if href is None:
+            href, target = f"#{explain_anchor(d.code)}", ""
+        code_link = (f'<a href="{_html.escape(href)}"{target} '
                      f'style="color:{color};text-decoration:underline dotted" '
                      f'title="what {d.code} means and how to fix it">{d.code}</a>')
         header = (f'<span style="color:{color};font-weight:bold">{d.severity}[{code_link}]</span>'
@@ -339,8 +348,10 @@ def render_html(diags: Iterable[Diagnostic], source_lookup: SourceLookup | None 
     summary = ""
     if len(diags) > 1:
         summary = f'<div style="opacity:0.8;margin-top:2px">{_html.escape(_summary(diags))}</div>'
+    # each code's explanation travels with the HTML, folded, where its code links to
+    explained = "".join(explain_html(c) for c in dict.fromkeys(d.code for d in diags))
     return (f'<div class="cl-diagnostics" style="font-family:{_MONO};font-size:12.5px;'
-            f'color:inherit">' + "".join(blocks) + summary + "</div>")
+            f'color:inherit">' + "".join(blocks) + summary + explained + "</div>")
 
 
 def _span_json(span: Span | None) -> dict | None:
@@ -352,7 +363,8 @@ def _span_json(span: Span | None) -> dict | None:
 
 
 def to_json(diags: Iterable[Diagnostic]) -> list[dict]:
-    """Each diagnostic as plain data: code, severity, message, span, labels, help, notes, url."""
+    """Each diagnostic as plain data: code, severity, message, span, labels, help, notes, url,
+    explanation (the catalog's entry, Markdown)."""
     from cutile_lab.checking.codes import CODES
     out = []
     for d in diags:
@@ -365,5 +377,7 @@ def to_json(diags: Iterable[Diagnostic]) -> list[dict]:
                        for lab in d.labels],
             "help": d.help, "notes": list(d.notes),
             "url": catalog_url(d.code) if info else None,
+            # the catalog's entry itself, as rustc's JSON carries one (None: undocumented)
+            "explanation": entry_markdown(d.code),
         })
     return out

@@ -6,9 +6,13 @@ result back as a ``DeviceOp``:
     y = K.softmax(x).sync()
     c = K.gemm(a, b).sync()
 
+Every function checks its arguments on the host first (``validate``): a call PyTorch would
+refuse, or one the kernels cannot do, is a ``TL15x`` error at the caller's line.
+
 Templates (``ADD``, ``SOFTMAX``, ``GEMM``, ...) live in the family modules; tile sizes per
 architecture in ``tuning``.
 """
-from cutile_lab.kernels.host import add, attention, gemm, layernorm, rmsnorm, saxpy, softmax
+from cutile_lab.kernels.host import (add, attention, gemm, layernorm, mul, rmsnorm, saxpy,
+                                     softmax)
 
-__all__ = ["add", "saxpy", "softmax", "layernorm", "rmsnorm", "gemm", "attention"]
+__all__ = ["add", "mul", "saxpy", "softmax", "layernorm", "rmsnorm", "gemm", "attention"]

@@ -1,19 +1,37 @@
 """Host functions of the kernel library: each takes tensors (ours, PyTorch, CuPy, or NumPy on the
-simulator), allocates the output, partitions it, launches the kernel and returns a ``DeviceOp``
-whose result is the output tensor. ``.sync()`` (or ``await``) runs it.
+simulator), checks them (``validate``: a refused call is a ``TL15x`` error at the caller's line,
+before anything is compiled or launched), and returns a ``DeviceOp`` whose result is the output
+tensor (``.sync()`` or ``await`` runs it). On the common path (one launch over a contiguous
+output) the output is allocated when the launch runs, stream-ordered on its stream, and the
+kernel launched into it (``runtime.launch.launch_into``): no host wait, no hand-back; the
+other paths allocate it first and lend it to the launches (``partition_mut``).
+
+They take what their PyTorch counterparts take: the row-wise functions reduce over the last
+dimension (or ``dim=``) of a tensor of any rank, with rows of any length (a row longer than one
+tile goes to the chunked kernels); ``gemm`` has ``matmul``'s semantics up to 3-D; ``add``/``mul``
+broadcast; ``attention`` takes (batch, heads, seq, dim) with grouped-query K/V heads and a mask.
+Sections below: shared helpers, then one per function family.
 """
 from __future__ import annotations
 
 import math
 
-from cutile_lab.kernels import flash_attention as _attention
 from cutile_lab.kernels import elementwise as _elementwise
+from cutile_lab.kernels import flash_attention as _attention
 from cutile_lab.kernels import matmul as _gemm
 from cutile_lab.kernels import rowwise as _rowwise
-from cutile_lab.kernels.tuning import config, hints_text
+from cutile_lab import runtime as _runtime
+from cutile_lab.kernels import validate as _v
+from cutile_lab.kernels.tuning import config, device_target, hints_text
+from cutile_lab.runtime.launch import launch_into
 
+
+# --- shared helpers -----------------------------------------------------------------------------
 
 def _tensor(x):
+    """A tensor argument as the runtime's ``Tensor`` (for callers that check nothing)."""
+    if type(x) is _runtime.Tensor:      # the common case, before any import
+        return x
     from cutile_lab.runtime import Tensor, asarray, backend, from_numpy
     if isinstance(x, Tensor):
         return x
@@ -23,100 +41,609 @@ def _tensor(x):
     return asarray(x)
 
 
-def _arch() -> str | None:
+def _arch() -> tuple[str, str] | None:
+    """The tuning target: (device key, architecture) of the GPU in use; None on the simulator."""
+    if _runtime.backend() != "gpu":
+        return None
+    return device_target()
+
+
+def _sm_count() -> int:
     from cutile_lab.runtime import backend
     if backend() != "gpu":
-        return None
+        return 8
     from cutile_lab.runtime import device_info
-    return device_info().arch
+    return device_info().sm_count
 
 
 def _pow2(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
-def _unpartition_first(handed_back: tuple):
-    """A launch hands back all its arguments; the library's result is the output tensor."""
-    return handed_back[0].unpartition()
+def _tensors(fn: str, *named) -> list:
+    """Each ``(name, position, value)`` as a tensor on the current backend, all on one device."""
+    out = [(( name, pos), _v.tensor(value, (name, pos), fn)) for name, pos, value in named]
+    _v.same_device(fn, out)
+    return [t for _, t in out]
+
+
+def _view(t, shape, strides, offset: int | None = None):
+    """A view of ``t``'s memory. A dimension of size 1 gets the stride it would have in a
+    contiguous tensor (never 0: kernel arguments' strides also describe the memory layout to
+    the compiler, which expects them aligned)."""
+    shape, strides = tuple(shape), list(strides)
+    inner = 1
+    for d in range(len(shape) - 1, -1, -1):
+        if shape[d] == 1:
+            strides[d] = inner
+        inner = max(inner, abs(strides[d]) * shape[d])
+    return t._view(shape, tuple(strides), t.offset if offset is None else offset)
+
+
+def _merge(shape, strides) -> tuple[list, list]:
+    """Adjacent dimensions folded into one wherever the strides allow it (a view of the same
+    memory); size-1 dimensions dropped."""
+    dims = [(n, s) for n, s in zip(shape, strides) if n != 1]
+    out: list[list[int]] = []
+    for n, s in dims:
+        if out and out[-1][1] == s * n:
+            out[-1] = [out[-1][0] * n, s]
+        else:
+            out.append([n, s])
+    return [n for n, _ in out], [s for _, s in out]
+
+
+def _chain(ops, result):
+    """Run the zero-argument op builders ``ops`` one after the other on one stream; the chain's
+    result is ``result``."""
+    from cutile_lab.runtime import value
+
+    def step(build):
+        return lambda _: build()
+    op = value(None)
+    for build in ops:
+        op = op.then(step(build))
+    return op.then(lambda _: result)
+
+
+def _outer_index(shape):
+    """Every index tuple of ``shape`` (row-major)."""
+    import itertools
+    return itertools.product(*(range(n) for n in shape))
+
+
+# --- element-wise: add, mul, saxpy --------------------------------------------------------------
+
+def _scalar_operand(y, like):
+    """A Python number as a 0-d tensor of ``like``'s dtype (``add(x, 2.0)`` as in PyTorch)."""
+    import numpy as np
+    from cutile_lab.runtime import asarray, from_numpy
+    from cutile_lab.runtime.dtypes import numpy_dtype
+    arr = np.asarray(y, dtype=numpy_dtype(like.dtype))
+    if like.backend == "gpu":
+        return from_numpy(arr.reshape(1)).sync().reshape(())
+    return asarray(arr.reshape(1)).reshape(())
+
+
+def _binary(name: str, x, y, B: int | None):
+    import numbers
+    from cutile_lab.runtime import empty, value
+    fn = name
+    B = _v.tile_size(fn, "B", B)
+    if isinstance(y, numbers.Number) and not isinstance(y, bool):
+        [x] = _tensors(fn, ("x", 0, x))
+        _v.dtype_in(fn, ("x", 0), x, _v.NUMERIC)
+        y = _scalar_operand(y, x)
+    else:
+        x, y = _tensors(fn, ("x", 0, x), ("y", 1, y))
+        _v.dtype_in(fn, ("x", 0), x, _v.NUMERIC)
+        _v.same_dtype(fn, (("x", 0), x), (("y", 1), y))
+    shape = _v.broadcast_shape(fn, (("x", 0), x), (("y", 1), y))
+    size = math.prod(shape)
+    if size and x.shape == y.shape == shape and x.is_contiguous and y.is_contiguous:
+        cfg = config("add", _arch())
+        kernel = _elementwise.BINARY.kernel(dt=x.dtype.name, hints=hints_text(cfg), name=name,
+                                            op=_elementwise.OPERATORS[name])
+        if len(shape) == 1:
+            return launch_into(kernel, shape, x.dtype, B or cfg["B"], x, y)
+        flat = (size,)
+        return launch_into(kernel, flat, x.dtype, B or cfg["B"], x.reshape(flat),
+                           y.reshape(flat)).then(lambda z: z.reshape(shape))
+    z = empty(shape, x.dtype)
+    if z.size == 0:
+        return value(z)
+    return _broadcast_launch(name, z, x, y, B)
+
+
+def _broadcast_launch(name: str, z, x, y, B: int | None):
+    """``z = x (op) y`` with broadcasting: dimensions merged where x, y and z all allow it, at
+    most three per launch (launches over the outer ones if more remain)."""
+    n = z.ndim
+    xs = (1,) * (n - x.ndim) + tuple(x.shape), (0,) * (n - x.ndim) + tuple(x.strides)
+    ys = (1,) * (n - y.ndim) + tuple(y.shape), (0,) * (n - y.ndim) + tuple(y.strides)
+    # group the output's dimensions (size-1 ones dropped) into runs that merge for every operand
+    groups: list[list[int]] = []
+    for d in range(n):
+        if z.shape[d] == 1:
+            continue
+        if groups:
+            p = groups[-1][-1]
+            ok = all((sh[d] == 1) == (sh[p] == 1) and (sh[d] == 1 or st[p] == st[d] * sh[d])
+                     for sh, st in (xs, ys)) and z.strides[p] == z.strides[d] * z.shape[d]
+            if ok:
+                groups[-1].append(d)
+                continue
+        groups.append([d])
+
+    def canon(shape, strides):
+        dims = [(math.prod(shape[d] for d in g), strides[g[-1]]) for g in groups]
+        return [n for n, _ in dims], [s for _, s in dims]
+
+    zc, xc, yc = canon(z.shape, z.strides), canon(*xs), canon(*ys)
+    outer = max(0, len(groups) - 3)
+    inner = len(groups) - outer
+    pad = 3 - inner
+
+    def piece(t, c, idx):
+        shape, strides = c
+        offset = t.offset + sum(i * s for i, s, n in zip(idx, strides, shape[:outer]) if n != 1)
+        sh = [1] * pad + shape[outer:]
+        st = [0] * pad + strides[outer:]
+        return _view(t, sh, st, offset)
+
+    full_x = tuple([False] * pad + [n != 1 for n in xc[0][outer:]])
+    full_y = tuple([False] * pad + [n != 1 for n in yc[0][outer:]])
+    kernel = _elementwise.BINARY_BROADCAST.kernel(
+        dt=z.dtype.name, name=name, op=_elementwise.OPERATORS[name],
+        **_elementwise.broadcast_substitutions(full_x, full_y))
+    zshape = [1] * pad + zc[0][outer:]
+    budget = B or 2048
+    tile = []
+    for size in reversed(zshape):
+        t = min(_pow2(size), max(1, budget))
+        tile.insert(0, t)
+        budget //= t
+    ops = []
+    for idx in _outer_index(zc[0][:outer]):
+        zp, xp, yp = piece(z, zc, idx), piece(x, xc, idx), piece(y, yc, idx)
+        ops.append(lambda zp=zp, xp=xp, yp=yp: kernel(zp.partition_mut(tuple(tile)), xp, yp))
+    return _chain(ops, z)
 
 
 def add(x, y, *, B: int | None = None):
-    """``x + y`` element-wise (1-D)."""
-    from cutile_lab.runtime import empty
-    x, y = _tensor(x), _tensor(y)
-    cfg = config("add", _arch())
-    B = B or cfg["B"]
-    z = empty(x.shape, x.dtype)
-    kernel = _elementwise.ADD.kernel(dt=x.dtype.name, hints=hints_text(cfg))
-    return kernel(z.partition(B), x, y).then(_unpartition_first)
+    """``x + y`` element-wise, with PyTorch's broadcasting (``y`` may be a Python number)."""
+    return _binary("add", x, y, B)
+
+
+def mul(x, y, *, B: int | None = None):
+    """``x * y`` element-wise, with PyTorch's broadcasting (``y`` may be a Python number)."""
+    return _binary("mul", x, y, B)
 
 
 def saxpy(alpha: float, x, y, *, B: int | None = None):
-    """``alpha * x + y`` element-wise (1-D), computed in f32."""
-    from cutile_lab.runtime import empty
-    x, y = _tensor(x), _tensor(y)
+    """``alpha * x + y`` element-wise (tensors of one shape), computed in f32."""
+    from cutile_lab.runtime import empty, value
+    fn = "saxpy"
+    B = _v.tile_size(fn, "B", B)
+    x, y = _tensors(fn, ("x", 1, x), ("y", 2, y))
+    _v.dtype_in(fn, ("x", 1), x, _v.FLOATS)
+    _v.same_dtype(fn, (("x", 1), x), (("y", 2), y))
+    if tuple(x.shape) != tuple(y.shape):
+        _v.shape_mismatch(fn, ("y", 2), y, f"`y` {_v.shape_text(y.shape)} must have the shape "
+                          f"of `x` {_v.shape_text(x.shape)}",
+                          "pass tensors of one shape (saxpy does not broadcast)")
+    try:
+        alpha = float(alpha)
+    except (TypeError, ValueError):
+        _v.refuse("TL155", f"`saxpy`: alpha={alpha!r} is not a number", arg=("alpha", 0),
+                  label="this", help="pass a Python float")
+    shape = tuple(x.shape)
+    if x.size == 0:
+        return value(empty(shape, x.dtype))
+    x, y = _contiguous_flat(x), _contiguous_flat(y)
     cfg = config("saxpy", _arch())
-    B = B or cfg["B"]
-    z = empty(x.shape, x.dtype)
     kernel = _elementwise.SAXPY.kernel(dt=x.dtype.name, hints=hints_text(cfg))
-    return kernel(z.partition(B), x, y, float(alpha)).then(_unpartition_first)
+    op = launch_into(kernel, (x.size,), x.dtype, B or cfg["B"], x, y, alpha)
+    return op if len(shape) == 1 else op.then(lambda z: z.reshape(shape))
 
 
-def _rowwise_launch(family: str, template, x, extra, BR: int | None):
+def _contiguous_flat(t):
+    """``t`` as a 1-D view, or a contiguous 1-D copy of it (made by the broadcasting kernel)."""
+    if t.is_contiguous:
+        return t.reshape((t.size,))
     from cutile_lab.runtime import empty
+    copy = empty(t.shape, t.dtype)
+    _broadcast_launch("add", copy, t, _scalar_operand(0, t), None).sync()
+    return copy.reshape((t.size,))
+
+
+# --- row-wise: softmax and the norms, over one dimension ---------------------------------------
+
+def _rows(x, dim: int):
+    """(pieces, out, result): ``x`` seen as 2-D (rows, n) views with ``dim`` last, one piece per
+    launch (one, unless the leading dimensions cannot be folded into one), the output allocated
+    in that order, and the output seen in ``x``'s order."""
+    from cutile_lab.runtime import empty
+    nd = max(x.ndim, 1)
+    shape = tuple(x.shape) or (1,)
+    strides = tuple(x.strides) or (1,)
+    perm = [i for i in range(nd) if i != dim] + [dim]
+    pshape = [shape[i] for i in perm]
+    pstrides = [strides[i] for i in perm]
+    out = empty(pshape, x.dtype)
+    inverse = [perm.index(i) for i in range(nd)]
+    result = out._view(tuple(out.shape[i] for i in inverse)[:x.ndim] if x.ndim else (),
+                       tuple(out.strides[i] for i in inverse)[:x.ndim] if x.ndim else (),
+                       out.offset)
+    n, col_stride = pshape[-1], pstrides[-1]
+    lead, lead_strides = _merge(pshape[:-1], pstrides[:-1])
+    outer, row_n = lead[:-1], (lead[-1] if lead else 1)
+    row_stride = lead_strides[-1] if lead else n * max(col_stride, 1)
+    pieces = []
+    for idx in _outer_index(outer):
+        off = sum(i * s for i, s in zip(idx, lead_strides[:-1]))
+        # the output is contiguous: its rows of this outer index start at this flat row
+        out_rows = sum(i * math.prod(lead[k + 1:]) for k, i in enumerate(idx))
+        xv = _view(x, (row_n, n), (row_stride, col_stride), x.offset + off)
+        ov = _view(out, (row_n, n), (n, 1), out.offset + out_rows * n)
+        pieces.append((ov, xv))
+    return pieces, out, result
+
+
+def _rowwise_call(fn: str, family: str, x, dim, extra: tuple, BR):
+    """Checks, then one launch (or chain) per piece of ``_rows``: whole rows in one tile where
+    they fit, else the two launches of ``_long_rows``."""
+    from cutile_lab.runtime import value
+    _v.dtype_in(fn, ("x", 0), x, _v.FLOATS)
+    d = _v.dim_index(fn, dim, x.ndim)
+    BR = _v.tile_size(fn, "BR", BR)
+    if x.ndim >= 1 and d == x.ndim - 1 and x.size and x.is_contiguous and \
+            _rowwise.fits_one_tile(x.shape[-1], x.dtype.itemsize):
+        # the common case: whole rows of a contiguous tensor, one launch into a new output
+        shape, n = tuple(x.shape), x.shape[-1]
+        x2 = x if x.ndim == 2 else x.reshape((x.size // n, n))
+        op = _whole_rows(family, None, x2, extra, BR)
+        return op if x.ndim == 2 else op.then(lambda o: o.reshape(shape))
+    pieces, out, result = _rows(x, d)
+    n = pieces[0][1].shape[1] if pieces else 0
+    if x.size == 0:
+        return value(result)
+    if _rowwise.fits_one_tile(n, x.dtype.itemsize):
+        build = [lambda o=o, xv=xv: _whole_rows(family, o, xv, extra, BR) for o, xv in pieces]
+    else:
+        build = [lambda o=o, xv=xv: _long_rows(family, o, xv, extra, BR) for o, xv in pieces]
+    if len(build) == 1:
+        return build[0]().then(lambda _: result)
+    return _chain(build, result)
+
+
+def _whole_rows(family: str, out, x, extra, BR):
     rows, cols = x.shape
     cfg = config(family, _arch(), variant=str(cols))
-    BR = BR or cfg["BR"]
-    out = empty(x.shape, x.dtype)
+    template = {"softmax": _rowwise.SOFTMAX, "layernorm": _rowwise.LAYERNORM,
+                "rmsnorm": _rowwise.RMSNORM}[family]
     kernel = template.kernel(**_rowwise.substitutions(family, x.dtype.name, cols,
                                                       hints_text(cfg)))
-    return kernel(out.partition((BR, _pow2(cols))), x, *extra).then(_unpartition_first)
+    tile = (BR or cfg["BR"], _pow2(cols))
+    if out is None:                    # a new output, allocated when the launch runs
+        return launch_into(kernel, (rows, cols), x.dtype, tile, x, *extra)
+    return kernel(out.partition_mut(tile), x, *extra)
 
 
-def softmax(x, *, BR: int | None = None):
-    """Softmax over the last axis of a 2-D tensor (statistics in f32)."""
-    x = _tensor(x)
-    return _rowwise_launch("softmax", _rowwise.SOFTMAX, x, (), BR)
+def _long_rows(family: str, out, x, extra, BR):
+    """A row longer than one tile: per block of rows, the statistics launch, then the apply
+    launch (``long_rows_launches``)."""
+    from cutile_lab.runtime import empty
+    rows, cols = x.shape
+    plan = _rowwise.long_row_plan(family, x.dtype.name, rows, cols, _sm_count(), BR,
+                                  itemsize=x.dtype.itemsize)
+    # (rows, G) views of (rows, G_tile) tensors: rows start 16-byte aligned for the apply loads
+    stats = [empty((rows, plan.G_tile), "f32")[:, :plan.G] for _ in range(plan.n_stats)]
+    return long_rows_launches(family, plan, out, x, extra, stats)
 
 
-def layernorm(x, weight, bias, eps: float = 1e-5, *, BR: int | None = None):
-    """Layer normalisation over the last axis, with weight and bias."""
-    x, w, b = _tensor(x), _tensor(weight), _tensor(bias)
-    return _rowwise_launch("layernorm", _rowwise.LAYERNORM, x, (w, b, x.shape[1], float(eps)),
-                           BR)
+def long_rows_launches(family: str, plan, out, x, extra, stats):
+    """The launches of ``plan`` (``rowwise.long_row_plan``) as one chain: ``out`` and the
+    statistics tensors ``stats`` ((rows, G) f32 each) are borrowed and written in place. Also
+    what ``benchmarks/bench_rowwise.py --long-rows`` times."""
+    rows, cols = x.shape
+    scalars = (cols,) if family in ("softmax", "layernorm") else ()
+    weights, tail = extra[:-2], extra[-2:]           # (w, b | w), then (n, eps)
+    ops = []
+    for r0 in range(0, rows, plan.block_rows):
+        r1 = min(rows, r0 + plan.block_rows)
+        xb, ob, sb = x[r0:r1], out[r0:r1], [t[r0:r1] for t in stats]
+
+        def block(xb=xb, ob=ob, sb=sb):
+            first = plan.stats(*[t.partition_mut((plan.BR, 1)) for t in sb], xb, *scalars,
+                               plan.nch, plan.G, BN=plan.BN_stats)
+            args = (xb, *weights, *sb, *tail) if family != "softmax" else (xb, *sb)
+            return first.then(lambda _: plan.apply(ob.partition_mut((plan.BR, plan.BN_apply)),
+                                                   *args, G=plan.G_tile))
+        ops.append(block)
+    return ops[0]() if len(ops) == 1 else _chain(ops, None)
 
 
-def rmsnorm(x, weight, eps: float = 1e-6, *, BR: int | None = None):
-    """RMS normalisation over the last axis, with weight."""
-    x, w = _tensor(x), _tensor(weight)
-    return _rowwise_launch("rmsnorm", _rowwise.RMSNORM, x, (w, x.shape[1], float(eps)), BR)
+def softmax(x, dim: int = -1, *, BR: int | None = None):
+    """Softmax over dimension ``dim`` (the last by default) of a tensor of any rank, statistics
+    in f32; rows of any length."""
+    fn = "softmax"
+    [x] = _tensors(fn, ("x", 0, x))
+    return _rowwise_call(fn, "softmax", x, dim, (), BR)
 
+
+def _norm_weight(fn: str, arg, t, n: int, like, fill: float):
+    """A norm's weight or bias: ``None`` (ones / zeros, as PyTorch's default) or a tensor of the
+    row's length and the input's dtype."""
+    from cutile_lab.runtime import full
+    if t is None:
+        return full((n,), fill, like.dtype).sync()
+    [t] = _tensors(fn, (*arg, t))
+    _v.same_dtype(fn, (("x", 0), like), (arg, t))
+    if t.ndim != 1 or t.shape[0] != n:
+        _v.shape_mismatch(fn, arg, t, f"`{arg[0]}` has shape {_v.shape_text(t.shape)}, but the "
+                          f"rows of `x` have {n} elements",
+                          f"pass a 1-D `{arg[0]}` of {n} elements (one per column)")
+    if not t.is_contiguous:
+        t = _contiguous_flat(t)
+    return t
+
+
+def layernorm(x, weight=None, bias=None, eps: float = 1e-5, *, BR: int | None = None):
+    """Layer normalisation over the last dimension of a tensor of any rank, with ``weight`` and
+    ``bias`` of the row's length (``None``: ones / zeros); rows of any length."""
+    fn = "layernorm"
+    [x] = _tensors(fn, ("x", 0, x))
+    _v.dtype_in(fn, ("x", 0), x, _v.FLOATS)
+    n = x.shape[-1] if x.ndim else 1
+    w = _norm_weight(fn, ("weight", 1), weight, n, x, 1.0)
+    b = _norm_weight(fn, ("bias", 2), bias, n, x, 0.0)
+    eps = _v.positive_number(fn, "eps", eps)
+    return _rowwise_call(fn, "layernorm", x, -1, (w, b, n, eps), BR)
+
+
+def rmsnorm(x, weight=None, eps: float = 1e-6, *, BR: int | None = None):
+    """RMS normalisation over the last dimension of a tensor of any rank, with ``weight`` of the
+    row's length (``None``: ones); rows of any length."""
+    fn = "rmsnorm"
+    [x] = _tensors(fn, ("x", 0, x))
+    _v.dtype_in(fn, ("x", 0), x, _v.FLOATS)
+    n = x.shape[-1] if x.ndim else 1
+    w = _norm_weight(fn, ("weight", 1), weight, n, x, 1.0)
+    eps = _v.positive_number(fn, "eps", eps)
+    return _rowwise_call(fn, "rmsnorm", x, -1, (w, n, eps), BR)
+
+
+# --- GEMM: matmul up to 3-D ---------------------------------------------------------------------
 
 def gemm(a, b, *, BM: int | None = None, BN: int | None = None, BK: int | None = None,
          schedule: str | None = None):
-    """``a @ b`` for 2-D f16/bf16 (f32 accumulation), in grouped tile order; ``schedule=
-    "persistent"`` launches one instance per SM that loops over its tiles."""
-    from cutile_lab.runtime import empty
-    a, b = _tensor(a), _tensor(b)
+    """``a @ b`` with ``torch.matmul``'s semantics for 1-D to 3-D f16/bf16/f32 tensors (f32
+    accumulation): 2-D in grouped tile order (``schedule="persistent"``: one instance per SM
+    looping over its tiles); a 3-D operand is a batch (a 2-D one, or a batch of 1, is shared by
+    every batch); a 1-D operand is a vector."""
+    from cutile_lab.runtime import empty, value
+    fn = "gemm"
+    BM, BN, BK = (_v.tile_size(fn, k, v) for k, v in (("BM", BM), ("BN", BN), ("BK", BK)))
+    if schedule is not None and schedule not in ("tiles", "persistent"):
+        _v.refuse("TL155", f"`gemm`: schedule={schedule!r} is not a schedule",
+                  arg=("schedule", None), label="this",
+                  help="use schedule=\"tiles\" or schedule=\"persistent\"")
+    a, b = _tensors(fn, ("a", 0, a), ("b", 1, b))
+    _v.dtype_in(fn, ("a", 0), a, _v.FLOATS)
+    _v.same_dtype(fn, (("a", 0), a), (("b", 1), b))
+    for arg, t in ((("a", 0), a), (("b", 1), b)):
+        _v.rank_in(fn, arg, t, (1, 2, 3), "(K,), (M, K) or (batch, M, K)" if arg[0] == "a"
+                   else "(K,), (K, N) or (batch, K, N)")
+    # vectors as matrices (dropped from the result again, as matmul does)
+    a2 = _view(a, (1, a.shape[0]), (0, a.strides[0])) if a.ndim == 1 else a
+    b2 = _view(b, (b.shape[0], 1), (b.strides[0], 0)) if b.ndim == 1 else b
+    ka, kb = a2.shape[-1], b2.shape[-2]
+    if ka != kb:
+        _v.shape_mismatch(fn, ("b", 1), b, f"`a` {_v.shape_text(a.shape)} has {ka} columns but "
+                          f"`b` {_v.shape_text(b.shape)} has {kb} rows",
+                          f"the inner dimensions must agree: `b` needs {ka} rows (did you mean "
+                          "to transpose one of them?)")
+    if a2.ndim == 3 and b2.ndim == 3 and 1 not in (a2.shape[0], b2.shape[0]) and \
+            a2.shape[0] != b2.shape[0]:
+        _v.shape_mismatch(fn, ("b", 1), b, f"the batches of `a` ({a2.shape[0]}) and `b` "
+                          f"({b2.shape[0]}) differ", "pass batches of one size (or 1)")
+    batch = max(a2.shape[0] if a2.ndim == 3 else 1, b2.shape[0] if b2.ndim == 3 else 1)
+    M, N = a2.shape[-2], b2.shape[-1]
+    if a2.ndim == 3 or b2.ndim == 3:
+        out_shape = (batch, M, N)
+    else:
+        out_shape = (M, N)
+    final = tuple(out_shape[:-2]) + ((M,) if a.ndim != 1 else ()) + ((N,) if b.ndim != 1 else ())
+    if a.ndim == b.ndim == 2 and M * N > 0 and ka > 0:
+        return _gemm2d(None, a, b, BM, BN, BK, schedule)
+    c = empty(out_shape, a.dtype)
+    result = c.reshape(final)
+    if c.size == 0:
+        return value(result)
+    if ka == 0:
+        from cutile_lab.runtime import zeros
+        return zeros(final, a.dtype)
+    if a2.ndim == 3 and b2.ndim == 2 and a2.shape[0] > 1:
+        folded = _merge(a2.shape[:-1], a2.strides[:-1])
+        if len(folded[0]) <= 1:                    # (batch, M, K) rows fold into one matrix
+            a2 = _view(a2, (batch * M, ka), (folded[1][0] if folded[1] else ka, a2.strides[-1]))
+            return _gemm2d(c.reshape((batch * M, N)), a2, b2, BM, BN, BK, schedule) \
+                .then(lambda _: result)
+    if c.ndim == 2:
+        return _gemm2d(_view(c, c.shape, c.strides), a2, b2, BM, BN, BK, schedule) \
+            .then(lambda _: result)
+    return _gemm_batched(_view(c, c.shape, c.strides), a2, b2, BM, BN, BK) \
+        .then(lambda _: result)
+
+
+def _gemm2d(c, a, b, BM, BN, BK, schedule):
     cfg = config("gemm", _arch(), variant=a.dtype.name)
     if schedule is not None:
         cfg["schedule"] = schedule
     BM, BN, BK = BM or cfg["BM"], BN or cfg["BN"], BK or cfg["BK"]
-    c = empty((a.shape[0], b.shape[1]), a.dtype)
     kernel = _gemm.GEMM.kernel(dt=a.dtype.name, hints=hints_text(cfg))
-    return kernel(c.partition((BM, BN)), a, b, BK=BK).then(_unpartition_first)
+    if c is None:                      # a new output, allocated when the launch runs
+        return launch_into(kernel, (a.shape[0], b.shape[1]), a.dtype, (BM, BN), a, b, BK=BK)
+    return kernel(c.partition_mut((BM, BN)), a, b, BK=BK)
 
 
-def attention(q, k, v, *, causal: bool = False, scale: float | None = None,
+def _gemm_batched(c, a, b, BM, BN, BK):
+    """Tiles of 128 (or the matrix rounded up to a power of two, if smaller) by default."""
+    M, N = c.shape[1], c.shape[2]
+    BM = BM or min(128, max(16, _pow2(M)))
+    BN = BN or min(128, max(16, _pow2(N)))
+    BK = BK or 64
+    a3 = a if a.ndim == 3 else _view(a, (1, *a.shape), (0, *a.strides))
+    b3 = b if b.ndim == 3 else _view(b, (1, *b.shape), (0, *b.strides))
+    kernel = _gemm.BATCHED_GEMM.kernel(dt=a.dtype.name,
+                                       ab="tile_id(0)" if a3.shape[0] > 1 else "0",
+                                       bb="tile_id(0)" if b3.shape[0] > 1 else "0")
+    return kernel(c.partition_mut((1, BM, BN)), a3, b3, BK=BK)
+
+
+# --- attention ----------------------------------------------------------------------------------
+
+def attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask=None,
               BQ: int | None = None, BKV: int | None = None):
-    """Flash-attention forward on (batch·heads, sequence, head_dim) tensors."""
-    from cutile_lab.runtime import empty
-    q, k, v = _tensor(q), _tensor(k), _tensor(v)
-    bh, s, d = q.shape
+    """Flash-attention forward, ``F.scaled_dot_product_attention``'s layout: (batch, heads, seq,
+    head_dim), or (batch·heads, seq, head_dim). K and V may have fewer heads than Q when they
+    divide it (grouped-query attention) and another sequence length; ``mask`` (boolean, True
+    keeps a score, or a float added to the scaled scores) broadcasts to (batch, heads, q seq,
+    k seq); ``causal`` aligns the diagonal at the top left, as PyTorch does."""
+    from cutile_lab.runtime import empty, value
+    fn = "attention"
+    BQ, BKV = _v.tile_size(fn, "BQ", BQ), _v.tile_size(fn, "BKV", BKV)
+    named = [("q", 0, q), ("k", 1, k), ("v", 2, v)] + ([("mask", None, mask)]
+                                                        if mask is not None else [])
+    ts = _tensors(fn, *named)
+    q, k, v = ts[:3]
+    _v.dtype_in(fn, ("q", 0), q, _v.FLOATS)
+    _v.same_dtype(fn, (("q", 0), q), (("k", 1), k), (("v", 2), v))
+    layout = "(batch, heads, seq, head_dim) or (batch·heads, seq, head_dim)"
+    _v.rank_in(fn, ("q", 0), q, (3, 4), layout)
+    for arg, t in ((("k", 1), k), (("v", 2), v)):
+        if t.ndim != q.ndim:
+            _v.rank_in(fn, arg, t, (q.ndim,), f"the rank of `q`: {layout}")
+    four = q.ndim == 4
+    B = q.shape[0] if four else 1
+    H, Sq, D = q.shape[-3], q.shape[-2], q.shape[-1]
+    Hkv, Skv = k.shape[-3], k.shape[-2]
+    if four and (k.shape[0] != B or v.shape[0] != B):
+        bad = ("k", 1, k) if k.shape[0] != B else ("v", 2, v)
+        _v.shape_mismatch(fn, bad[:2], bad[2], f"`{bad[0]}` has batch {bad[2].shape[0]} but `q` "
+                          f"has {B}", "pass q, k and v with one batch size")
+    if k.shape[-1] != D:
+        _v.shape_mismatch(fn, ("k", 1), k, f"`k` has head_dim {k.shape[-1]} but `q` has {D}",
+                          "queries and keys need one head_dim")
+    if tuple(v.shape[-3:-1]) != (Hkv, Skv):
+        _v.shape_mismatch(fn, ("v", 2), v, f"`v` {_v.shape_text(v.shape)} must have the heads and "
+                          f"sequence length of `k` {_v.shape_text(k.shape)}",
+                          "pass values with one row per key")
+    if v.shape[-1] != D:
+        _v.shape_mismatch(fn, ("v", 2), v, f"`v` has head_dim {v.shape[-1]} but `q` has {D}: "
+                          "the kernel takes one head_dim for all three",
+                          "pad `v`'s last dimension to the head_dim of `q`")
+    if Hkv == 0 or H % Hkv:
+        _v.shape_mismatch(fn, ("k", 1), k, f"`k` has {Hkv} heads, which does not divide the {H} "
+                          "heads of `q`", "grouped-query attention needs the query heads to be "
+                          "a multiple of the key/value heads")
+    if D > 256:
+        _v.shape_mismatch(fn, ("q", 0), q, f"head_dim {D} is larger than the kernel's 256",
+                          "split the heads, or use head_dim <= 256")
+    if causal and mask is not None:
+        _v.refuse("TL155", "`attention`: pass either causal=True or a mask, not both",
+                  arg=("mask", None), label="a mask with causal=True",
+                  help="fold the causal mask into `mask`, or drop one of them (as PyTorch's "
+                       "scaled_dot_product_attention requires)")
+    scale = float(scale) if scale is not None else 1.0 / math.sqrt(max(D, 1))
+    subs = {}
+    if mask is not None:
+        mt = ts[3]
+        if mt.dtype.name != "bool":
+            _v.same_dtype(fn, (("q", 0), q), (("mask", None), mt))
+        if mt.ndim > 4:
+            _v.rank_in(fn, ("mask", None), mt, (1, 2, 3, 4),
+                       "broadcastable to (batch, heads, q seq, k seq)")
+        full_shape = (B, H, Sq, Skv)
+        mshape = (1,) * (4 - mt.ndim) + tuple(mt.shape)
+        for want, got in zip(full_shape, mshape):
+            if got not in (1, want):
+                _v.shape_mismatch(fn, ("mask", None), mt, f"`mask` {_v.shape_text(mt.shape)} "
+                                  f"does not broadcast to (batch, heads, q seq, k seq) = "
+                                  f"{_v.shape_text(full_shape)}",
+                                  "each mask dimension must be 1 or the matching size")
+    out = empty((B * H, Sq, D) if four else (H, Sq, D), q.dtype)
+    result = out.reshape(q.shape[:-1] + (D,)) if four else out
+    if out.size == 0:
+        return value(result)
+    if Skv == 0:                        # a softmax over no keys: NaN, as PyTorch gives
+        from cutile_lab.runtime import full
+        return full(result.shape, float("nan"), q.dtype)
     cfg = config("attention", _arch(), variant="causal" if causal else "non-causal")
-    BQ, BKV = BQ or cfg["BQ"], BKV or cfg["BKV"]
-    scale = float(scale if scale is not None else 1.0 / math.sqrt(d))
-    out = empty(q.shape, q.dtype)
-    kernel = _attention.ATTENTION.kernel(dt=q.dtype.name, hints=hints_text(cfg))
-    return kernel(out.partition((1, BQ, d)), q, k, v, scale * math.log2(math.e), BKV=BKV,
-                  CAUSAL=int(bool(causal))).then(_unpartition_first)
+    DP = max(16, _pow2(D))
+    # the tuned blocks are for head_dim 64; a (BQ, 256) block past 64 rows outgrows shared memory
+    BQ, BKV = BQ or (cfg["BQ"] if DP <= 128 else min(cfg["BQ"], 64)), BKV or cfg["BKV"]
+
+    def heads3(t, b):
+        """(heads, seq, dim) of batch ``b`` as a 3-D view."""
+        if not four:
+            return t
+        return _view(t, t.shape[1:], t.strides[1:], t.offset + b * t.strides[0])
+
+    mt = ts[3] if mask is not None else None
+    if mt is not None:
+        # (batch, heads, q seq, k seq), a dimension of stride 0 (expanded) read as broadcast
+        mshape = tuple(1 if st == 0 else n for n, st in
+                       zip((1,) * (4 - mt.ndim) + tuple(mt.shape),
+                           (0,) * (4 - mt.ndim) + tuple(mt.strides)))
+        mstrides = (0,) * (4 - mt.ndim) + tuple(mt.strides)
+        has_b, has_h = mshape[0] != 1, mshape[1] != 1
+        rows, cols = mshape[2] != 1, mshape[3] != 1
+
+    # one launch for all batches where (batch, heads) fold into one dimension, else per batch
+    def folds(shape, strides):
+        return len(_merge(shape[:2], strides[:2])[0]) <= 1
+    per_batch = four and not (all(folds(t.shape, t.strides) for t in (q, k, v)) and
+                              (mt is None or not (has_b and has_h) or
+                               folds(mshape, mstrides)))
+    if four and not per_batch:
+        def flat(t):
+            s = _merge(t.shape[:2], t.strides[:2])[1]
+            return _view(t, (t.shape[0] * t.shape[1], *t.shape[2:]),
+                         (s[0] if s else 1, *t.strides[2:]))
+        pieces = [(_view(out, out.shape, out.strides), flat(q), flat(k), flat(v), None)]
+    else:
+        pieces = [(_view(out, (H, Sq, D), (Sq * D, D, 1), out.offset + b * H * Sq * D),
+                   heads3(q, b), heads3(k, b), heads3(v, b), b) for b in range(B)]
+    extra_args: tuple = ()
+    if mt is not None:
+        # the mask as (index, q seq | 1, k seq | 1), and how the kernel indexes it from bh
+        if per_batch or not four:
+            index, lead = ("bh", 1) if has_h else ("0", None)
+        else:
+            index, lead = {(False, False): ("0", None), (True, False): ("bh // HEADS", 0),
+                           (False, True): ("bh % HEADS", 1), (True, True): ("bh", "bh")}[
+                (has_b, has_h)]
+        subs = _attention.mask_substitutions(mt.dtype.name, index, rows, cols)
+
+        def mask_view(b):
+            off = mt.offset + (b * mstrides[0] if b is not None and has_b else 0)
+            if lead == "bh":
+                n, st = B * H, _merge(mshape[:2], mstrides[:2])[1][0]
+            elif lead is None:
+                n, st = 1, 1
+            else:
+                n, st = mshape[lead], mstrides[lead]
+            return _view(mt, (n, mshape[2], mshape[3]), (st, mstrides[2], mstrides[3]), off)
+        extra_args = (mask_view, 1.0 / scale)
+    kernel = _attention.ATTENTION.kernel(dt=q.dtype.name, hints=hints_text(cfg), **subs)
+    rep = H // Hkv
+
+    def launch(o, qv, kv, vv, b):
+        more = (extra_args[0](b), extra_args[1]) if extra_args else ()
+        return kernel(o.partition_mut((1, BQ, DP)), qv, kv, vv, scale * math.log2(math.e),
+                      *more, BKV=BKV, CAUSAL=int(bool(causal)), REP=rep, HEADS=H)
+    if len(pieces) == 1:
+        return launch(*pieces[0]).then(lambda _: result)
+    return _chain([lambda p=p: launch(*p) for p in pieces], result)

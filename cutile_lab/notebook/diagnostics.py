@@ -53,13 +53,16 @@ def _span_json(span: Span | None, line_offset: int = 0) -> dict | None:
             "end_col": span.end_col if span.end_col is not None else span.col + 1}
 
 
-def diagnostic_json(d: Diagnostic, line_offset: int = 0, url: str | None = None) -> dict:
+def diagnostic_json(d: Diagnostic, line_offset: int = 0, url: str | None = None,
+                    explanation: str | None = None) -> dict:
     """One diagnostic in the report's JSON shape (lines relative to the cell, 1-based)."""
     labels = [{"span": _span_json(lab.span, line_offset), "message": lab.message}
               for lab in d.labels if isinstance(lab, Label)]
     out = {"code": d.code, "severity": d.severity, "message": d.message,
            "span": _span_json(d.span, line_offset), "labels": labels, "help": d.help,
            "url": url}
+    if explanation:
+        out["explanation"] = explanation
     if d.notes:
         out["notes"] = list(d.notes)
     return out
@@ -67,6 +70,7 @@ def diagnostic_json(d: Diagnostic, line_offset: int = 0, url: str | None = None)
 
 def diagnostics_json(diags: Sequence[Diagnostic], line_offset: int = 0) -> list[dict]:
     urls: list = [None] * len(diags)
+    explanations: list = [None] * len(diags)
     render = _render_module()
     if render is not None and hasattr(render, "to_json") and diags:
         try:
@@ -74,9 +78,12 @@ def diagnostics_json(diags: Sequence[Diagnostic], line_offset: int = 0) -> list[
             items = theirs.get("diagnostics", theirs) if isinstance(theirs, dict) else theirs
             if isinstance(items, list) and len(items) == len(diags):
                 urls = [it.get("url") if isinstance(it, dict) else None for it in items]
-        except Exception:   # the checker's JSON is only a source of URLs here
+                explanations = [it.get("explanation") if isinstance(it, dict) else None
+                                for it in items]
+        except Exception:   # the checker's JSON is only a source of URLs and explanations
             pass
-    return [diagnostic_json(d, line_offset, u) for d, u in zip(diags, urls)]
+    return [diagnostic_json(d, line_offset, u, e)
+            for d, u, e in zip(diags, urls, explanations)]
 
 
 def render_text(diags: Sequence[Diagnostic], lookup: SourceLookup) -> str:

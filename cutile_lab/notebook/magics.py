@@ -39,6 +39,30 @@ class TileCellError(Exception):
         return [f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self.message}"]
 
 
+class FailedKernel:
+    """What a kernel's name refers to after its ``%%tilekernel`` cell failed: using it says so,
+    instead of silently running the last version that compiled."""
+
+    def __init__(self, name: str, filename: str):
+        self.name = name
+        self.filename = filename
+        self.message = (f"`{name}` is unusable: its last %%tilekernel cell ({filename}) did not "
+                        "compile, and the kernel defined before it is not used. Fix the errors "
+                        "in that cell's report and run it again.")
+
+    def __call__(self, *args, **kwargs):
+        raise TileCellError(self.message)
+
+    def __repr__(self) -> str:
+        return f"<FailedKernel {self.name}: {self.message}>"
+
+
+def _failed_names(cell: str) -> list[str]:
+    """The kernels a cell that could not be parsed as kernels was defining (its ``def`` names)."""
+    import re
+    return re.findall(r"^def\s+([A-Za-z_]\w*)\s*\(", cell, flags=re.MULTILINE)
+
+
 # --- option parsing -----------------------------------------------------------------------------
 
 def parse_spec(text: str | None) -> dict[str, int]:
@@ -302,6 +326,9 @@ def run_tilekernel(shell, args, cell: str, *, filenames: set | None = None) -> l
         kernels = kernels_from_source(cell, filename, globals_=shell.user_ns)
     except CutileLabError as e:
         source.register()
+        for name in _failed_names(cell):
+            if name in shell.user_ns:
+                shell.user_ns[name] = FailedKernel(name, filename)
         diag = error_to_diagnostic(e)
         publish(compile_report_bundle(None, None, [diag], source, arch=args.arch, show=show,
                                       cell_id=cell_id, status="error",
@@ -370,10 +397,12 @@ def run_tilekernel(shell, args, cell: str, *, filenames: set | None = None) -> l
         if out.status == "error":
             old = shell.user_ns.get(out.name)
             if old is not None and old is not out.kernel and hasattr(old, "definition"):
-                out.notes.append(f"`{out.name}` still refers to the kernel defined in "
-                                 f"{old.source.filename}")
+                out.notes.append(f"`{out.name}` is unusable until this cell compiles (the "
+                                 f"kernel defined in {old.source.filename} is not used)")
             elif old is None:
                 out.notes.append(f"`{out.name}` was not defined")
+            if old is not None:
+                shell.user_ns[out.name] = FailedKernel(out.name, filename)
         if args.kernel and out.name != args.kernel:
             continue
         publish(compile_report_bundle(out.compiled, out.kernel, out.diagnostics, source,

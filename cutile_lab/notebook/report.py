@@ -193,7 +193,60 @@ def compile_report_text(report: Mapping, diagnostics: Sequence[Diagnostic],
     # the summary line of a kernel that did not compile already carries the first note
     skip = 1 if report["status"] != "compiled" and report["notes"] else 0
     parts.extend(f"  note: {n}" for n in report["notes"][skip:])
+    parts.extend(report_sections_text(report))
     return "\n".join(parts)
+
+
+TEXT_LINES = 40
+"""A long section of the text report (Tile IR, SASS, lowered Python) shows this many lines,
+unless it is the only long section the report holds (``--show tileir``): then all of it."""
+
+
+def report_sections_text(report: Mapping, limit: int = TEXT_LINES) -> list[str]:
+    """What the HTML report folds into ``<details>``, as terminal text: the Tile IR with line
+    numbers (and the source line each came from), resources, remarks, SASS, the lowered
+    cuTile Python. A long section is cut at ``limit`` lines with a hint to ``--show``."""
+    long_ = [k for k in ("tileir", "sass", "lowered") if report.get(k)]
+    whole = len(long_) == 1
+
+    def block(title: str, key: str, lines: list[str]) -> list[str]:
+        out = ["", f"{title} ({len(lines)} lines)"]
+        shown = lines if whole or len(lines) <= limit else lines[:limit]
+        width = len(str(len(lines)))
+        out.extend(f"{i:>{width}} | {line}".rstrip() for i, line in enumerate(shown, 1))
+        if len(shown) < len(lines):
+            out.append(f"... {len(lines) - len(shown)} more lines (--show {key} shows it whole)")
+        return out
+
+    parts: list[str] = []
+    ir = report.get("tileir")
+    if ir:
+        from_line = {}
+        for ir_line, src_line in ir.get("line_map") or ():
+            from_line.setdefault(ir_line, src_line)
+        lines = ir["text"].rstrip("\n").splitlines()
+        tagged = [f"{line:<60} // line {from_line[i]}" if i in from_line else line
+                  for i, line in enumerate(lines, 1)]
+        parts += block("Tile IR", "tileir", tagged)
+    res = report.get("resources")
+    if res:
+        parts += ["", "Resources"]
+        parts += [f"  {k.replace('_', ' '):<22} {'-' if v is None else v}"
+                  for k, v in res.items()]
+    remarks = report.get("remarks") or []
+    if remarks:
+        parts += ["", f"Compiler remarks ({len(remarks)})"]
+        parts += [f"  line {r.get('line') or '?'}: [{r.get('kind')}] "
+                  f"{(r.get('pass') or '') + ' ' if r.get('pass') else ''}{r.get('message')}"
+                  for r in remarks]
+    if report.get("sass"):
+        parts += block("SASS", "sass", report["sass"].rstrip("\n").splitlines())
+    elif report.get("sass_hint"):
+        parts += ["", f"SASS: {report['sass_hint']}"]
+    if report.get("lowered"):
+        parts += block("Lowered cuTile Python", "lowered",
+                       report["lowered"].rstrip("\n").splitlines())
+    return parts
 
 
 # --- HTML -----------------------------------------------------------------------------------
@@ -237,10 +290,13 @@ def _tileir_html(report: Mapping, rid: str) -> tuple[str, str]:
         cls = f' class="cl-s{src_line}"' if src_line else ""
         bg = f"background:{tint[src_line]};" if src_line in tint else ""
         t = f' title="{_esc(title)}"' if title else ""
-        return (f'<div{cls}{t} style="{bg}white-space:pre;padding:0 6px">'
-                f'<span style="display:inline-block;min-width:2.6em;color:#8b949e;'
-                f'user-select:none">{num}</span>{body or " "}</div>')
+        # A <pre> of one line per row: without its style attributes (a sanitizing viewer)
+        # it still reads as numbered, indented lines.
+        return (f'<span{cls}{t} style="{bg}display:inline-block;min-width:100%;'
+                f'box-sizing:border-box;padding:0 6px"><span style="color:#8b949e;'
+                f'user-select:none">{num:>{nw}} </span>{body or " "}</span>\n')
 
+    nw = len(str(max(len(src_lines), len(ir["text"].splitlines()), 1)))
     left = "".join(row(i, _esc(line), i if i in tint else None)
                    for i, line in enumerate(src_lines, start=1))
     highlighted = highlight(ir["text"])
@@ -256,9 +312,9 @@ def _tileir_html(report: Mapping, rid: str) -> tuple[str, str]:
     view = (f'<div style="display:grid;grid-template-columns:minmax(0,2fr) minmax(0,3fr);'
             f'gap:8px;align-items:start">'
             f'<div style="{pane}"><div style="color:#6a737d;padding:0 6px 2px">source '
-            f'({_esc(src["filename"])})</div>{left}</div>'
-            f'<div style="{pane}"><div style="color:#6a737d;padding:0 6px 2px">Tile IR</div>'
-            f'{"".join(right)}</div></div>')
+            f'({_esc(src["filename"])})</div><pre style="margin:0;font:inherit">{left}</pre>'
+            f'</div><div style="{pane}"><div style="color:#6a737d;padding:0 6px 2px">Tile IR'
+            f'</div><pre style="margin:0;font:inherit">{"".join(right)}</pre></div></div>')
     css = "".join(f"#{rid}:has(.cl-s{n}:hover) .cl-s{n}{{outline:1px solid #d29922;"
                   f"background:rgba(255,200,0,0.38)!important}}" for n in used)
     return view, css

@@ -16,14 +16,20 @@ compile: it calls ``cutile_lab.compiling.driver.compile_kernel``, the launch-lev
 Modules: ``backend`` (gpu/sim choice), ``device`` (GPU facts, context, streams), ``memory``
 (storage and raw memory ops), ``dtypes`` / ``dlpack`` (host-boundary types, DLPack),
 ``tensor`` (Tensor), ``creation`` (zeros/.../asarray), ``partition``, ``ops`` (DeviceOp, Pending),
-``ownership`` (moves and in-flight borrows), ``launch``, ``graph``, ``sim`` (simulator bridge),
-``callsite`` (the user's line for errors), ``foreign`` (CUDA C++ kernels and PyTorch work as
-DeviceOps).
+``ownership`` (moves and in-flight borrows), ``launch``, ``driver`` (everything that calls
+libcuda through ctypes: the raw launch, events, stream queries, graph launch), ``graph``, ``sim``
+(simulator bridge), ``callsite`` (the user's line for errors), ``foreign`` (CUDA C++
+kernels and PyTorch work as DeviceOps).
+
+Every public entry point works from any thread: ``device.gpu()`` makes the context current in
+the calling thread once, streams and the memory pool are safe to share, and a launch's borrows
+are published and checked under the ownership registry's lock.
 """
 from cutile_lab.runtime.backend import backend, set_backend
 from cutile_lab.runtime.creation import (arange, asarray, empty, from_numpy, full, ones, rand,
                                          randn, zeros)
-from cutile_lab.runtime.device import (DeviceInfo, describe_device, device_info, gpu_available)
+from cutile_lab.runtime.device import (DeviceInfo, current_device, describe_device, device_count,
+                                       device_info, gpu_available, use_device)
 from cutile_lab.runtime.foreign import CudaKernel, cuda_kernel, torch_op
 from cutile_lab.runtime.graph import Graph, graph
 from cutile_lab.runtime.launch import LaunchOp, launch
@@ -34,6 +40,7 @@ from cutile_lab.runtime.tensor import Tensor
 
 __all__ = ["backend", "set_backend", "arange", "asarray", "empty", "from_numpy", "full", "ones",
            "rand", "randn", "zeros", "DeviceInfo", "describe_device", "device_info",
+           "use_device", "current_device", "device_count",
            "gpu_available", "Graph", "graph", "LaunchOp", "launch", "DeviceOp", "Pending",
            "stream", "synchronize", "value", "zip", "OwnershipError", "Partition", "Tensor",
            "CudaKernel", "cuda_kernel", "torch_op"]

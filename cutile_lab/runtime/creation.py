@@ -14,9 +14,10 @@ import numpy as np
 
 from cutile_lab.errors import LaunchError
 from cutile_lab.language.dtypes import DType
+from cutile_lab.runtime import device as _device
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime.backend import backend as current_backend
-from cutile_lab.runtime.callsite import user_call_site
+from cutile_lab.runtime.callsite import user_site
 from cutile_lab.runtime.dtypes import as_dtype, numpy_dtype
 from cutile_lab.runtime.memory import DeviceStorage, HostStorage, allocate, copy, fill
 from cutile_lab.runtime.ops import DeviceOp, ExecContext
@@ -67,7 +68,7 @@ class CreateOp(DeviceOp):
         raise AssertionError(self.kind)
 
     def _enqueue(self, ctx: ExecContext) -> Tensor:
-        where = self.where
+        where = self._where           # (file, line): a Span only when a message needs one
         if ctx.backend == "sim":
             if self.kind == "zeros":
                 data = np.zeros(self.shape, dtype=numpy_dtype(self.dtype))
@@ -80,15 +81,11 @@ class CreateOp(DeviceOp):
                        origin=where)
             ownership.add_borrow(ctx.flight, t, True, self.label)
             return t
-        g = ctx.gpu
         n = math.prod(self.shape)
         nbytes = n * self.dtype.itemsize
         capture = ctx.capture
-        alloc_stream = ctx.stream if capture is None else capture.alloc_stream
-        storage = allocate(nbytes, alloc_stream, g.device)
-        if capture is not None:
-            capture.prepared_allocation(storage)
-        t = Tensor(storage, self.dtype, self.shape, origin=where)
+        t = new_tensor(ctx, self.shape, self.dtype, where)
+        storage = t.storage
         ownership.add_borrow(ctx.flight, t, True, self.label)
         pattern = None
         if self.kind == "zeros":
@@ -109,6 +106,22 @@ class CreateOp(DeviceOp):
         ctx.flight.keep.append(data)
         copy(storage.ptr, data.ctypes.data, nbytes, ctx.stream)
         return t
+
+
+def new_tensor(ctx: ExecContext, shape: tuple, dtype: DType, where=None) -> Tensor:
+    """An uninitialised tensor for a chain being enqueued: from the memory pool, stream-ordered
+    on the chain's stream (on the capture's allocation stream while a graph is captured: the
+    graph reuses it on every replay), or a NumPy array on the simulator."""
+    if ctx.backend == "sim":
+        flat = np.empty(math.prod(shape), dtype=numpy_dtype(dtype))
+        return Tensor.contiguous(HostStorage(flat.ctypes.data, flat.nbytes, flat), dtype, shape,
+                                 where)
+    capture = ctx.capture
+    alloc_stream = ctx.stream if capture is None else capture.alloc_stream
+    storage = allocate(math.prod(shape) * dtype.itemsize, alloc_stream, ctx.gpu.device)
+    if capture is not None:
+        capture.prepared_allocation(storage)
+    return Tensor.contiguous(storage, dtype, shape, where)
 
 
 def zeros(shape, dtype=None) -> DeviceOp:
@@ -153,18 +166,17 @@ def from_numpy(array, dtype=None) -> DeviceOp:
 
 
 def empty(shape, dtype=None) -> Tensor:
-    """An uninitialised tensor, allocated now (on the runtime's default stream)."""
+    """An uninitialised tensor, allocated now from the memory pool, stream-ordered on the
+    runtime's default stream and without a host wait: work started on another stream is
+    ordered after the allocation when it starts (``GpuContext.order_after_allocations``)."""
     shape = normalize_shape(shape)
     dt = as_dtype(dtype)
     if current_backend() == "sim":
         flat = np.empty(math.prod(shape), dtype=numpy_dtype(dt))
         return Tensor(HostStorage(flat.ctypes.data, flat.nbytes, flat), dt, shape,
-                      origin=user_call_site())
-    from cutile_lab.runtime.device import gpu
-    g = gpu()
-    storage = allocate(math.prod(shape) * dt.itemsize, g.default_stream, g.device)
-    g.default_stream.sync()
-    return Tensor(storage, dt, shape, origin=user_call_site())
+                      origin=user_site())
+    storage = _device.gpu().allocate_now(math.prod(shape) * dt.itemsize)
+    return Tensor.contiguous(storage, dt, shape, user_site())
 
 
 # --- wrapping other libraries' arrays ----------------------------------------------------------
@@ -184,6 +196,8 @@ def _span_bytes(shape, strides, itemsize) -> int:
 def _record_ready_on(stream_handle: int):
     """An event recorded now on a foreign producer stream (for ``DeviceStorage.ready``)."""
     from cuda.bindings import driver
+    from cutile_lab.runtime.device import gpu
+    gpu()                      # creating an event needs the context current in this thread
     err, ev = driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING)
     if int(err) != 0:
         return None
@@ -227,7 +241,7 @@ def _wrap_torch(obj, dtype) -> Tensor:
         stream = torch.cuda.current_stream(obj.device)
         ready = _record_ready_on(int(stream.cuda_stream))
         st = DeviceStorage(obj.data_ptr(), nbytes, obj, obj.device.index or 0, ready, True)
-        return Tensor(st, dt, shape, strides, origin=user_call_site())
+        return Tensor(st, dt, shape, strides, origin=user_site())
     return _wrap_host(obj.numpy() if dt.name != "bf16" else obj.view(__import__("torch").int16)
                       .numpy().view(numpy_dtype(dt)), dt)
 
@@ -249,7 +263,7 @@ def _wrap_cai(obj) -> Tensor:
     ready = _record_ready_on(int(stream)) if stream not in (None, 0) else None
     st = DeviceStorage(ptr, _span_bytes(shape, strides, dt.itemsize), obj, _device_of(ptr),
                        ready, True)
-    return Tensor(st, dt, shape, strides, origin=user_call_site())
+    return Tensor(st, dt, shape, strides, origin=user_site())
 
 
 def _device_of(ptr: int) -> int:
@@ -284,7 +298,7 @@ def _wrap_dlpack(obj) -> Tensor:
     ready = _record_ready_on(consumer)
     st = DeviceStorage(imp.data_ptr, _span_bytes(imp.shape, imp.strides, dt.itemsize), imp,
                        dev_id, ready, True)
-    return Tensor(st, dt, imp.shape, imp.strides, origin=user_call_site())
+    return Tensor(st, dt, imp.shape, imp.strides, origin=user_site())
 
 
 def _wrap_host(array: np.ndarray, dtype) -> Tensor:
@@ -301,7 +315,7 @@ def _wrap_host(array: np.ndarray, dtype) -> Tensor:
         flat = np.lib.stride_tricks.as_strided(array, (span // array.itemsize,),
                                                (array.itemsize,))
         st = HostStorage(array.ctypes.data, span, flat)
-        return Tensor(st, dt, array.shape, strides, origin=user_call_site())
+        return Tensor(st, dt, array.shape, strides, origin=user_site())
     return from_numpy(array, dt).sync()
 
 
@@ -337,4 +351,4 @@ def asarray(obj, dtype=None) -> Tensor:
 
 
 __all__ = ["zeros", "ones", "full", "arange", "rand", "randn", "from_numpy", "empty", "asarray",
-           "CreateOp"]
+           "CreateOp", "new_tensor"]

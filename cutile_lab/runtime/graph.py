@@ -2,8 +2,8 @@
 
 Owns ``graph(op_or_fn)`` and ``Graph`` (``replay(n)``, ``result``). Capture runs the chain's
 host side once — argument resolution, ownership checks, compilation, packing — with its stream in
-capture mode (cuda.core's ``GraphBuilder``; the driver's ``cuStreamBeginCapture`` when that is
-unavailable), so a replay is one ``cuGraphLaunch`` for the whole chain. Memory the chain creates is
+capture mode (cuda.core's ``GraphBuilder``, cuda-core >= 1.2), so a replay is one
+``cuGraphLaunch`` for the whole chain (through ctypes, ``driver.graph_launcher``). Memory the chain creates is
 allocated at capture time, outside the graph (so every replay reuses it); fills are captured.
 A replay checks the captured arguments against in-flight work and moves, then launches.
 On the simulator a replay re-runs the chain.
@@ -41,8 +41,6 @@ class Graph:
         self.replays = 0
         self._raw = None            # ctypes cuGraphLaunch and the exec handle, once known
         self._graph = None          # cuda.core Graph
-        self._exec = None           # driver CUgraphExec (fallback path)
-        self._driver_graph = None
         self.result = None
         self.entries: list = []
         self.keep: list = []
@@ -65,27 +63,20 @@ class Graph:
         s = as_core_stream(stream) if stream is not None else g.new_stream()
         self._stream = s
         record = Flight(self.label, self.where, "gpu", s)   # collects borrows; not registered
-        try:
-            self._capture_core(g, s, record)
-            self.method = "cuda.core GraphBuilder"
-        except _NoGraphBuilder:
-            self._capture_driver(g, s, record)
-            self.method = "driver stream capture"
+        self._capture_core(g, s, record)
+        self.method = "cuda.core GraphBuilder"
         self.entries = record.entries
         self.keep = record.keep
         # what the chain itself moves (a tensor it creates and partitions) is moved each replay;
         # everything else it uses must still be alive (not moved, not unpartitioned) to replay
         self._watch = [o for o in self.keep if getattr(o, "moved", None) is None
                        and hasattr(o, "moved")]
-        self._borrows = [(e[4] or "argument", e[3], e[2]) for e in self.entries]
+        self._borrows = [(e.param or "argument", e.tensor, e.mut) for e in self.entries]
         self._ranges = ownership.launch_ranges(self._borrows)
 
     def _capture_core(self, g, s, record) -> None:
-        try:
-            gb = s.create_graph_builder()
-            gb.begin_building("relaxed")
-        except Exception as e:  # an older cuda.core
-            raise _NoGraphBuilder(str(e)) from None
+        gb = s.create_graph_builder()
+        gb.begin_building("relaxed")
         capture = Capture(gb, g.default_stream)
         ctx = ExecContext("gpu", gb, record, capture=capture, gpu=g)
         try:
@@ -105,36 +96,20 @@ class Graph:
         self._builder = gb
         self.num_kernels = capture.kernels
 
-    def _capture_driver(self, g, s, record) -> None:
-        from cuda.bindings import driver
-        from cutile_lab.runtime.memory import _check, stream_handle
-        h = stream_handle(s)
-        _check(driver.cuStreamBeginCapture(
-            h, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED),
-            "cuStreamBeginCapture")
-        capture = Capture(s, g.default_stream)
-        ctx = ExecContext("gpu", s, record, capture=capture, gpu=g)
-        try:
-            self.result = self.op._enqueue(ctx)
-        finally:
-            graph = _check(driver.cuStreamEndCapture(h), "cuStreamEndCapture")
-        self._driver_graph = graph
-        self._exec = _check(driver.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
-        g.default_stream.sync()
-        _check(driver.cuGraphUpload(self._exec, h), "cuGraphUpload")
-        s.sync()
-        self.num_kernels = capture.kernels
-
     # --- replay ----------------------------------------------------------------------------------
-    def _check_replay(self, where, lane=ownership.NO_LANE) -> None:
+    def _check_replay(self, where, lane=ownership.NO_LANE, flight=None) -> None:
+        """Moves and in-flight conflicts of a replay; ``flight``: the replay's own, registered
+        with its borrows before this check (so that of two threads racing for the same memory,
+        the second to take the registry's lock sees the first's borrows)."""
         for obj in self._watch:
             if obj.moved is not None:
                 ownership.raise_use_after_move(obj, f"replay {self.label}", where=where)
-        if lane is ownership.NO_LANE or ownership.others_than_lane(lane):
-            diags = [d for _, d in ownership.check_launch_borrows(self._borrows, None, where,
-                                                                  lane, self._ranges)]
-            if diags:
-                raise ownership.OwnershipError(diags)
+        with ownership._lock:
+            if lane is ownership.NO_LANE or ownership.others_than_lane(lane):
+                diags = [d for _, d in ownership.check_launch_borrows(
+                    self._borrows, flight, where, lane, self._ranges)]
+                if diags:
+                    raise ownership.OwnershipError(diags)
 
     def launch(self, n: int = 1, stream=None) -> Pending:
         """Enqueue ``n`` replays and return at once (``pending.wait()`` for the result)."""
@@ -149,14 +124,20 @@ class Graph:
                     pending.wait()
             self.replays += n
             return pending
+        from cutile_lab.runtime.device import gpu
+        gpu()                  # current in this thread (a replay may come from any thread)
         s = as_core_stream(stream) if stream is not None else self._stream
         lane, handle = self._gpu.stream_handles(s)
-        self._check_replay(where, lane)
         flight = Flight(self.label, where, "gpu", s, lane)
         flight.entries = list(self.entries)
         flight.keep = [self]
         flight.result = self.result
         ownership.register(flight)
+        try:
+            self._check_replay(where, lane, flight)
+        except BaseException:
+            ownership.release(flight)
+            raise
         try:
             raw = self._raw
             if raw is None:
@@ -172,19 +153,9 @@ class Graph:
                         self._raw = raw = False     # use cuda.core's launch instead
                         break
                     done += 1
-            if raw:
-                pass
-            elif self._graph is not None:
-                for _ in range(n):
+            if not raw:
+                for _ in range(n - done):
                     self._graph.launch(s)
-            else:
-                from cuda.bindings import driver
-                from cutile_lab.runtime.memory import stream_handle
-                h = stream_handle(s)
-                for _ in range(n):
-                    (err,) = driver.cuGraphLaunch(self._exec, h)
-                    if int(err) != 0:
-                        raise LaunchError(f"cuGraphLaunch failed: {err}")
         finally:
             flight.event = record_event(s, handle)
             flight.ready = True
@@ -193,15 +164,8 @@ class Graph:
 
     def _raw_launcher(self):
         """(ctypes cuGraphLaunch, the CUgraphExec address), or False to use cuda.core's."""
-        try:
-            from cutile_lab.runtime.launch import libcuda
-            lib = libcuda()
-            if lib is None:
-                return False
-            handle = self._graph.handle if self._graph is not None else self._exec
-            return lib.cuGraphLaunch, int(handle)
-        except Exception:
-            return False
+        from cutile_lab.runtime.driver import graph_launcher
+        return graph_launcher(self._graph)
 
     def replay(self, n: int = 1, stream=None):
         """Run the captured chain ``n`` times, wait, and return its result."""
@@ -210,10 +174,6 @@ class Graph:
     def __repr__(self) -> str:
         return (f"<Graph of {self.op.label}: {self.num_kernels} kernel(s), {self.method}, "
                 f"replayed {self.replays}x, captured at {describe(self.where)}>")
-
-
-class _NoGraphBuilder(Exception):
-    pass
 
 
 def _leaves(op):

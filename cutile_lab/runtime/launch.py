@@ -6,7 +6,10 @@ per-kernel launch-plan cache. A launch, when its chain runs:
 1. resolves arguments: DeviceOps run first on the same stream; torch/CuPy/JAX arrays are wrapped
    without copying; NumPy arrays on the simulator;
 2. refuses moved tensors (TL102), runs the launch-level rules of ``checking.launch_rules`` over
-   ``ArgDesc``s of the real arguments, and the in-flight borrow checks (TL104/TL105);
+   ``ArgDesc``s of the real arguments, and the in-flight borrow checks (TL104/TL105): the
+   launch's borrows are recorded in its flight and checked against the others in one step
+   under the ownership registry's lock, before the launch (threads racing for the same memory:
+   the second to take the lock is refused);
 3. binds the const generics (from the partition's tile shape, the actual dims of shared tensors
    for shape names still unbound, and ``Const`` parameters given as arguments or keywords),
    derives each array's layout (dtype, rank, contiguous inner dimension, base alignment, index
@@ -16,13 +19,13 @@ per-kernel launch-plan cache. A launch, when its chain runs:
 5. packs the arguments in the calling-convention order of ``CompiledKernel.params`` — per array
    (pointer, shape..., strides...) with i32/i64 extents, per scalar a NumPy scalar of its exact
    width — and launches: the driver's ``cuLaunchKernel`` through ctypes with the parameters
-   packed once per entry (``_RawLaunch``), ``cuda.core.launch`` while a graph is captured, for
-   foreign memory and wherever ctypes cannot be used; on the simulator it calls
+   packed once per entry (``driver.RawLaunch``), ``cuda.core.launch`` while a graph is captured,
+   for foreign memory and wherever ctypes cannot be used; on the simulator it calls
    ``cutile_lab.simulation.simulate`` instead.
 
 A start of an op whose plain arguments (tensors, partitions, numbers) were started before —
 the same op again, or a new op of the very same objects — reuses what its first start
-computed (``_Fast``: the entry, the packed launch, the in-flight record, the result): all of it
+computed (``_ReusableStart``: the entry, the packed launch, the in-flight record, the result): all of it
 depends only on the entry's key (layouts, consts, grid), fixed for those objects. The checks
 that can change between two starts still run every time: moves (TL102) and in-flight work
 (TL104/TL105).
@@ -32,26 +35,30 @@ The result of a launch hands ownership back: the tuple of its arguments, partiti
 from __future__ import annotations
 
 import ast
-import ctypes
 import functools
 import threading
+from types import SimpleNamespace
 import time
 import weakref
 
 import numpy as np
 
 from cutile_lab.errors import Diagnostic, LaunchError, Span
-from cutile_lab.runtime.dtypes import scalar_value
+from cutile_lab.runtime.creation import new_tensor
+from cutile_lab.runtime.dtypes import as_dtype, scalar_value
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime import device as _device
+from cutile_lab.runtime import driver
 from cutile_lab.runtime.callsite import user_site
 from cutile_lab.runtime.ops import DeviceOp, ExecContext, Pending, _start, as_core_stream
-from cutile_lab.runtime.ownership import OwnershipError
-from cutile_lab.runtime.partition import Partition
-from cutile_lab.runtime.tensor import Tensor
+from cutile_lab.runtime.ownership import Borrow, OwnershipError
+from cutile_lab.runtime.partition import Partition, _tile_shape
+from cutile_lab.runtime.tensor import Tensor, normalize_shape
 
 INT32_MAX = 2**31 - 1
 _RESERVED = ("grid",)
+
+_PLAN_LOCK = threading.RLock()
 
 # what the launch checks cost on the host (measured when MEASURE[0] is true: the benchmark)
 STATS = {"check_s": 0.0, "checks": 0}
@@ -105,7 +112,7 @@ class _KernelInfo:
         self.checked = False
         self.plans: dict = {}
         self.entries: dict = {}     # argument layout -> _Entry (checked, specialized, packed)
-        # a weak reference to the _Fast of the latest launch built from positional arguments:
+        # a weak reference to the _ReusableStart of the latest launch built from positional arguments:
         # a new op of the very same argument objects reuses it (it lives while an op or
         # in-flight work holds it)
         self.recent = None
@@ -142,20 +149,21 @@ class _Entry:
         self.raw = None               # gpu: the _RawLaunch (False: launch through cuda.core)
 
 
-class _Fast:
+class _ReusableStart:
     """What re-starting the same LaunchOp (the same argument objects) reuses: everything but the
     checks that can change between two starts — moves (TL102) and in-flight work (TL103-TL105),
     which run on every start. The launch-level rules depend only on what the entry's key holds
     (the arguments' layouts, the consts, the grid), fixed for the op's argument objects."""
 
-    __slots__ = ("backend", "entry", "movers", "fentries", "keep", "result", "bound", "raw",
-                 "scalars", "args", "borrows", "__weakref__")
+    __slots__ = ("backend", "entry", "movers", "borrow_entries", "keep", "result", "bound", "raw",
+                 "scalars", "args", "borrows", "gpu", "__weakref__")
 
-    def __init__(self, backend, entry, movers, fentries, keep, result, bound):
+    def __init__(self, backend, entry, movers, borrow_entries, keep, result, bound):
         self.backend = backend
+        self.gpu = None               # the GpuContext it was started on (its kernel is loaded there)
         self.entry = entry
         self.movers = movers          # objects whose ``moved`` must still be None
-        self.fentries = fentries      # the in-flight record's entries: (lo, hi, mut, t, name)
+        self.borrow_entries = borrow_entries      # the in-flight record's entries: (lo, hi, mut, t, name)
         self.keep = keep              # objects the work keeps alive
         self.result = result          # the tuple handed back
         self.bound = bound            # parameter name -> argument (never mutated: shared)
@@ -165,138 +173,13 @@ class _Fast:
         self.borrows = None           # ([(param, tensor, mut)], their byte ranges): TL104/105
 
 
-class _RawLaunch:
-    """A cached launch packed once for the driver's ``cuLaunchKernel``, called through ctypes:
-    what ``cuda.core.launch`` redoes on every call (convert each argument, build the parameter
-    array and the launch configuration) is done here once per entry.
-
-    The parameter values sit in one buffer, a 16-byte slot each, ``ptrs`` pointing at the
-    slots; scalars (their values differ from op to op) are written into their slots under
-    ``lock`` right before the call — the driver copies the parameters when it is called."""
-
-    __slots__ = ("go", "buf", "ptrs", "base", "lock", "last", "ex", "func", "dims", "configs")
-
-    def __init__(self, fn, func, grid3, block: int, template, fn_ex=None):
-        n = max(len(template), 1)
-        self.buf = buf = (ctypes.c_uint64 * (2 * n))()
-        self.base = base = ctypes.addressof(buf)
-        self.ptrs = (ctypes.c_void_p * n)(*[base + 16 * i for i in range(n)])
-        for i, a in enumerate(template):
-            if a is not None:
-                b = _arg_bytes(a)
-                ctypes.memmove(base + 16 * i, b, len(b))
-        gx, gy, gz = grid3
-        self.go = functools.partial(fn, func, int(gx), int(gy), int(gz), int(block), 1, 1, 0)
-        self.lock = threading.Lock()
-        self.last = None              # the scalar slots written last (skipped when the same)
-        # cuLaunchKernelEx takes 4 arguments instead of 11: with the configuration built once
-        # per stream, the ctypes call converts less on every launch
-        self.ex = fn_ex
-        self.func = func
-        self.dims = (int(gx), int(gy), int(gz), int(block))
-        self.configs: dict = {}       # stream handle -> byref(_LaunchConfig) naming it
-
-    def config(self, lane: int):
-        """The launch configuration for the stream ``lane`` (its CUstream as an int)."""
-        cfg = self.configs.get(lane)
-        if cfg is None:
-            if len(self.configs) >= 64:
-                self.configs.clear()
-            gx, gy, gz, block = self.dims
-            cfg = self.configs[lane] = ctypes.byref(
-                _LaunchConfig(gx, gy, gz, block, 1, 1, 0, lane, None, 0))
-        return cfg
-
-    def launch(self, handle, scalars=()) -> int:
-        """Enqueue on the stream ``handle`` (a c_void_p); the driver's error code (0: queued)."""
-        if not scalars:
-            return self.go(handle, self.ptrs, None)
-        with self.lock:
-            if self.last is not scalars:
-                for addr, b in scalars:
-                    ctypes.memmove(addr, b, len(b))
-                self.last = scalars
-            return self.go(handle, self.ptrs, None)
-
-    def scalar_slots(self, entry, values) -> list:
-        """[(address, bytes)] of the scalar arguments in ``values``."""
-        base = self.base
-        return [(base + 16 * i, _arg_bytes(scalar_value(values[name], dtype)))
-                for i, name, dtype in entry.scalars]
-
-
-class _LaunchConfig(ctypes.Structure):
-    """The driver's ``CUlaunchConfig`` (no launch attributes)."""
-
-    _fields_ = [("gridDimX", ctypes.c_uint), ("gridDimY", ctypes.c_uint),
-                ("gridDimZ", ctypes.c_uint), ("blockDimX", ctypes.c_uint),
-                ("blockDimY", ctypes.c_uint), ("blockDimZ", ctypes.c_uint),
-                ("sharedMemBytes", ctypes.c_uint), ("hStream", ctypes.c_void_p),
-                ("attrs", ctypes.c_void_p), ("numAttrs", ctypes.c_uint)]
-
-
-def _arg_bytes(a) -> bytes:
-    """A packed argument's bytes as ``cuda.core.launch`` passes it: a Python int as a 64-bit
-    pointer, a NumPy scalar at its own width."""
-    if type(a) is int:
-        return (a & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little")
-    b = a.tobytes()
-    if len(b) > 16:
-        raise ValueError("a kernel argument wider than 16 bytes")
-    return b
-
-
 def _raw_launch(plan, entry):
-    """The entry's _RawLaunch, or False where the driver library or the kernel's function
-    handle cannot be had (then ``cuda.core.launch`` launches it)."""
-    raw = False
-    lib = libcuda()
-    if lib is not None:
-        try:
-            func = plan.function
-            if func is None:
-                func = plan.function = _function_handle(plan.kernel)
-            if func:
-                raw = _RawLaunch(lib.cuLaunchKernel, func, _pad3(entry.grid), plan.block,
-                                 entry.template, getattr(lib, "cuLaunchKernelEx", None))
-        except Exception:
-            raw = False
+    """The entry's RawLaunch, or False where one cannot be had (then ``cuda.core.launch``
+    launches it)."""
+    raw, plan.function = driver.raw_launch(plan.kernel, _pad3(entry.grid), plan.block,
+                                           entry.template, plan.function)
     entry.raw = raw
     return raw
-
-
-def _function_handle(kernel):
-    """A ``CUfunction`` for a cuda.core Kernel as a ctypes.c_void_p (False when there is none):
-    the library kernel's function in the current context."""
-    try:
-        from cuda.bindings import driver
-        h = kernel.handle
-        if isinstance(h, driver.CUkernel):
-            err, h = driver.cuKernelGetFunction(h)
-            if int(err) != 0:
-                return False
-        h = int(h)
-        return ctypes.c_void_p(h) if h else False
-    except Exception:
-        return False
-
-
-_LIBCUDA = [None]
-
-
-def libcuda():
-    """The driver library through ctypes (None where it cannot be loaded), for graph replay:
-    ``cuGraphLaunch`` takes two pointers, so a ctypes call is cheaper than the bindings'."""
-    lib = _LIBCUDA[0]
-    if lib is None:
-        try:
-            lib = ctypes.CDLL("libcuda.so.1")
-            lib.cuGraphLaunch.restype = ctypes.c_int
-            lib.cuGraphLaunch.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-        except (OSError, AttributeError):
-            lib = False
-        _LIBCUDA[0] = lib
-    return lib or None
 
 
 def _core_launch(*args):
@@ -311,7 +194,7 @@ class LaunchOp(DeviceOp):
 
     _result = None                    # the tuple handed back (plain arguments)
     _entry = None                     # the _Entry of the latest start
-    _fast = None                      # a _Fast once started (plain arguments only)
+    _reuse = None                     # a _ReusableStart once started (plain arguments only)
     _args = None                      # the positional arguments when they bind one to one
     sim_result = None
     compiled = None
@@ -320,7 +203,7 @@ class LaunchOp(DeviceOp):
     _consts_key = ()
 
     @classmethod
-    def _again(cls, kernel, info, f, args, where) -> "LaunchOp":
+    def _from_earlier_start(cls, kernel, info, f, args, where) -> "LaunchOp":
         """A new op of the very same plain positional arguments as the start that built ``f``:
         everything ``__init__`` would compute is ``f``'s already (what a repeated
         ``kernel(p, x, y).start(s)`` in a loop costs on the host)."""
@@ -333,7 +216,7 @@ class LaunchOp(DeviceOp):
         op.bound = f.bound
         op._plain = True
         op._args = args
-        op._fast = f
+        op._reuse = f
         op._adopt(f)
         return op
 
@@ -364,7 +247,7 @@ class LaunchOp(DeviceOp):
         if plain and grid is None and not kwargs and not info.consts \
                 and len(args) == len(info.names):
             # the arguments bind one to one, in order: they are the result (and a later op of
-            # the very same objects is built by ``_again`` from this one's first start)
+            # the very same objects is built by ``_from_earlier_start`` from this one's first start)
             self._args = tuple(args)
 
     # --- starting ------------------------------------------------------------------------------
@@ -376,66 +259,63 @@ class LaunchOp(DeviceOp):
         joins the previous start's flight: same memory borrowed, same line, ordered after it.
         Only the checks that can change run (moves); the launch goes straight to the driver.
 
-        No lock is taken: the flight is checked again after the launch, and if another thread
-        covered or released it meanwhile, this launch gets a flight of its own."""
-        f = self._fast
+        The join is decided and the launch enqueued under the ownership registry's lock: no
+        other thread can register a conflicting flight, or see the joined flight complete,
+        between the check and the launch."""
+        f = self._reuse
+        g = getattr(_device._thread, "ctx", None)      # this thread's current context
         if f is not None and stream is not None and f.raw is not None \
-                and self._entry is f.entry and _device._context is not None:
-            g = _device._context
+                and self._entry is f.entry and g is not None and g is f.gpu:
             hit = g._keys.get(id(stream))
             if hit is not None and hit[0] is stream:
                 lane, handle = hit[1], hit[2]
             else:
                 lane, handle = g.stream_handles(as_core_stream(stream))
-            measure = MEASURE[0]
-            if measure:
-                t0 = time.perf_counter()
-            flights = ownership._lanes.get(lane)
-            # the join: nothing in flight elsewhere (no conflict possible), the lane's last
-            # flight is this launch from this line, enqueued, uncovered; nothing moved
-            if flights and ownership._count == len(flights):
-                last = flights[-1]
-                if last.fast is f and last.event is None and last.ready and not last.done \
-                        and (last._where is self._where or last._where == self._where):
-                    for o in f.movers:
-                        if o.moved is not None:
-                            break
-                    else:
-                        if measure:
-                            STATS["check_s"] += time.perf_counter() - t0
-                            STATS["checks"] += 1
-                        raw = f.raw
-                        if f.scalars:
-                            err = raw.launch(handle, f.scalars)
-                        elif raw.ex is not None:
-                            cfg = raw.configs.get(lane)
-                            err = raw.ex(cfg if cfg is not None else raw.config(lane),
-                                         raw.func, raw.ptrs, None)
-                        else:
-                            err = raw.go(handle, raw.ptrs, None)
-                        if not err:
-                            if last.event is None and not last.done:
-                                p = last.pending
-                                if p is None:
-                                    p = last.pending = Pending(last)
-                                return p
-                            return self._own_flight(f, last.stream, lane)
+            pending = self._join(f, lane, handle)
+            if pending is not None:
+                return pending
         pending = _start(self, stream, for_sync=False)
         flight = pending.flight
-        if self._fast is not None and flight.backend == "gpu":
-            flight.fast = self._fast
+        if self._reuse is not None and flight.backend == "gpu":
+            flight.reuse = self._reuse
         return pending
 
-    def _own_flight(self, f, stream, lane):
-        """A flight of its own for a launch already enqueued (its join raced another thread)."""
-        flight = ownership.Flight(self.label, self._where, "gpu", stream, lane)
-        flight.entries = list(f.fentries)
-        flight.keep = list(f.keep) + [f]
-        flight.result = f.result
-        flight.fast = f
-        ownership.register(flight)
-        flight.ready = True
-        return Pending(flight)
+    def _join(self, f, lane, handle):
+        """The Pending of the lane's last flight, with this launch enqueued after it, when the
+        join applies (nothing in flight elsewhere, so no conflict is possible; the lane's last
+        flight is this launch from this line, enqueued, uncovered; nothing moved); else None."""
+        measure = MEASURE[0]
+        if measure:
+            t0 = time.perf_counter()
+        with ownership._lock:
+            flights = ownership._lanes.get(lane)
+            if not flights or ownership._count != len(flights):
+                return None
+            last = flights[-1]
+            if last.reuse is not f or last.event is not None or not last.ready or last.done \
+                    or not (last._where is self._where or last._where == self._where):
+                return None
+            for o in f.movers:
+                if o.moved is not None:
+                    return None
+            if measure:
+                STATS["check_s"] += time.perf_counter() - t0
+                STATS["checks"] += 1
+            raw = f.raw
+            if f.scalars:
+                err = raw.launch(handle, f.scalars)
+            elif raw.ex is not None:
+                cfg = raw.configs.get(lane)
+                err = raw.ex(cfg if cfg is not None else raw.config(lane), raw.func, raw.ptrs,
+                             None)
+            else:
+                err = raw.launch_kernel(handle, raw.ptrs, None)
+            if err:
+                return None           # not enqueued: the ordinary start reports the error
+            p = last.pending
+            if p is None:
+                p = last.pending = Pending(last)
+            return p
 
     # --- binding arguments to parameters -------------------------------------------------------
     def _bind(self, args, kwargs):
@@ -485,33 +365,36 @@ class LaunchOp(DeviceOp):
         return values, returned
 
     def _enqueue(self, ctx: ExecContext):
-        f = self._fast
+        f = self._reuse
         if f is None or f.backend != ctx.backend:
             return self._enqueue_first(ctx)
         if self._entry is not f.entry:
             self._adopt(f)
         # the same argument objects as a start that passed every check: only what can change
         # between two starts is checked again
-        if MEASURE[0]:
+        measure = MEASURE[0]
+        if measure:
             t0 = time.perf_counter()
-            self._check_again(f, ctx)
+        for o in f.movers:
+            if o.moved is not None:
+                self._raise_moved(self.bound, ctx)
+        flight = ctx.flight
+        # published before the check, both under the registry's lock: of two threads racing
+        # for the same memory, the second to take the lock sees the first's borrows
+        with ownership._lock:
+            flight.entries.extend(f.borrow_entries)
+            # ownership.others_in_flight, inlined: work in flight on another stream?
+            if ownership._count > len(ownership._lanes.get(flight.lane, ())):
+                self._check_in_flight(self.bound, f.entry, ctx)
+        if measure:
             STATS["check_s"] += time.perf_counter() - t0
             STATS["checks"] += 1
-        else:
-            for o in f.movers:
-                if o.moved is not None:
-                    self._raise_moved(self.bound, ctx)
-            if ownership._count:
-                flight = ctx.flight
-                # ownership.others_in_flight, inlined: work in flight on another stream?
-                if flight is None or ownership._count > len(ownership._lanes.get(flight.lane, ())):
-                    self._check_in_flight(self.bound, f.entry, ctx)
         entry = f.entry
         if entry.run:
             raw = f.raw
             handle = ctx.handle
             if raw is not None and handle is not None:
-                err = raw.go(handle, raw.ptrs, None) if not f.scalars else \
+                err = raw.launch_kernel(handle, raw.ptrs, None) if not f.scalars else \
                     raw.launch(handle, f.scalars)
                 if err:
                     self._raw_failed(entry, ctx, f.args)
@@ -519,29 +402,19 @@ class LaunchOp(DeviceOp):
                 self._run_gpu(self.bound, entry, ctx, f.args)
             else:
                 self._run_sim(self.bound, entry.consts, entry.grid)
-        flight = ctx.flight
-        if flight is not None:
-            flight.entries.extend(f.fentries)
-            keep = flight.keep
-            keep.extend(f.keep)
-            keep.append(f)
+        keep = flight.keep
+        keep.extend(f.keep)
+        keep.append(f)
         return f.result
 
     def _adopt(self, f) -> None:
-        """A _Fast shared from an earlier op: what a first start sets on the op."""
+        """A _ReusableStart shared from an earlier op: what a first start sets on the op."""
         entry = f.entry
         self._entry = entry
         self.diagnostics = entry.diagnostics
         self._result = f.result
         if entry.plan is not None:
             self.compiled = entry.plan.compiled
-
-    def _check_again(self, f, ctx) -> None:
-        for o in f.movers:
-            if o.moved is not None:
-                self._raise_moved(self.bound, ctx)
-        if ownership.others_in_flight(ctx.flight):
-            self._check_in_flight(self.bound, f.entry, ctx)
 
     def _enqueue_first(self, ctx: ExecContext):
         """A start with arguments not seen by this op before: the cache key of their layout,
@@ -571,15 +444,22 @@ class LaunchOp(DeviceOp):
                 movers.append(v)
             elif name in values:
                 parts.append((cls, v) if name in info.consts else cls)
-        key = (ctx.backend, tuple(parts), self._consts_key, self.grid)
+        key = (ctx.backend, tuple(parts), self._consts_key, self.grid,
+               ctx.gpu.index if ctx.gpu is not None else None)
         entry = info.entries.get(key)
         if entry is None:
             entry = self._prepare(values, ctx, key)
         self._entry = entry
         self.diagnostics = entry.diagnostics
-        # in-flight work of other chains (streams): TL104 / TL105
-        if ownership.others_in_flight(ctx.flight):
-            self._check_in_flight(values, entry, ctx)
+        borrow_entries, keep = _borrows(entry, values)
+        # in-flight work of other chains (streams): TL104 / TL105. This launch's borrows are
+        # published before the check, both under the registry's lock: of two threads racing
+        # for the same memory, the second to take the lock sees the first's borrows
+        flight = ctx.flight
+        with ownership._lock:
+            flight.entries.extend(borrow_entries)
+            if ownership.others_in_flight(flight):
+                self._check_in_flight(values, entry, ctx)
         if measure:
             STATS["check_s"] += time.perf_counter() - t0
             STATS["checks"] += 1
@@ -598,50 +478,33 @@ class LaunchOp(DeviceOp):
                 if not raw or entry.foreign:
                     raw = None
                 if raw is not None and entry.scalars:
-                    scalars = raw.scalar_slots(entry, values)
+                    scalars = raw.scalar_slots([(i, scalar_value(values[name], dtype))
+                                                for i, name, dtype in entry.scalars])
                 if raw is not None and ctx.handle is not None:
                     if raw.launch(ctx.handle, scalars):
                         args = self._raw_failed(entry, ctx, None, values)
                         raw = None
                 else:
                     args = self._run_gpu(values, entry, ctx)
-        # the in-flight record: what this launch reads and writes
-        fentries, keep = [], []
-        for name, mut in entry.arrays:
-            v = values[name]
-            if type(v) is Partition:
-                keep.append(v)
-                t = v.tensor
-                src = v._source         # a borrowing partition: the lent tensor too
-                if src is not None:
-                    lo, hi = src.range
-                    fentries.append((lo, hi, True, src, name))
-            else:
-                t = v
-            lo, hi = t.range
-            if hi > lo:
-                fentries.append((lo, hi, mut, t, name))
-            keep.append(t)
         result = self._args
         if result is None:
             result = tuple(returned[n] for n in info.names if n in returned)
         f = None
         if plain:
             self._result = result
-            f = _Fast(ctx.backend, entry, tuple(movers), fentries, keep, result, self.bound)
+            f = _ReusableStart(ctx.backend, entry, tuple(movers), borrow_entries, keep, result,
+                               self.bound)
             if entry.run and ctx.backend == "gpu":
+                f.gpu = ctx.gpu
                 f.raw = raw
                 f.scalars = scalars
                 f.args = args
-            self._fast = f
+            self._reuse = f
             if self._args is not None:
                 info.recent = weakref.ref(f)
-        flight = ctx.flight
-        if flight is not None:
-            flight.entries.extend(fentries)
-            flight.keep.extend(keep)
-            if f is not None:
-                flight.keep.append(f)     # shared with later ops of the same arguments
+        flight.keep.extend(keep)
+        if f is not None:
+            flight.keep.append(f)         # shared with later ops of the same arguments
         return result
 
     def _raw_failed(self, entry, ctx, args, values=None):
@@ -649,7 +512,7 @@ class LaunchOp(DeviceOp):
         launch through cuda.core, which raises the driver's error if it persists."""
         args = self._run_gpu(values if values is not None else self.bound, entry, ctx, args)
         entry.raw = False             # cuda.core launched it: use cuda.core from now on
-        f = self._fast
+        f = self._reuse
         if f is not None:
             f.raw = None
         return args
@@ -674,6 +537,16 @@ class LaunchOp(DeviceOp):
                     f"`{name}` is a {b} tensor but this launch runs on the {ctx.backend} backend",
                     span=self.where,
                     help="create every tensor of a launch on one backend (cl.set_backend)")
+            if b == "gpu":
+                t = v.tensor if isinstance(v, Partition) else v
+                here = (ctx.gpu or _device.gpu()).index
+                dev = getattr(t.storage, "device_id", here)
+                if dev != here:
+                    raise LaunchError(
+                        f"`{name}` is on GPU {dev} but this launch runs on GPU {here}",
+                        span=self.where,
+                        help=f"launch inside `with cl.use_device({dev}):`, or copy the tensor "
+                             "to this GPU first; a kernel reads and writes one GPU's memory")
         diags = _launch_rules(info, values, self.where, self.explicit_consts)
         if any(d.is_error for d in diags):
             self.diagnostics = diags
@@ -702,7 +575,7 @@ class LaunchOp(DeviceOp):
         return entry
 
     def _check_in_flight(self, values, entry, ctx) -> None:
-        f = self._fast
+        f = self._reuse
         borrows = f.borrows if f is not None and f.entry is entry else None
         if borrows is None:
             args = []
@@ -763,20 +636,28 @@ class LaunchOp(DeviceOp):
     def plan(self, values, consts, arch: str) -> LaunchPlan:
         layouts = self._layouts(values)
         info = self.info
-        key = (arch, tuple(sorted(consts.items())), tuple(layouts.items()))
+        key = (arch, _device.gpu().index, tuple(sorted(consts.items())), tuple(layouts.items()))
         plan = info.plans.get(key)
         if plan is None:
-            from cutile_lab.compiling.driver import compile_kernel
-            compiled = compile_kernel(self.kernel.definition, arch, consts=consts,
-                                      layouts=layouts, globals_=self.kernel.globals)
-            from cuda.core import ObjectCode
-            module = ObjectCode.from_cubin(compiled.cubin)
-            k = module.get_kernel(compiled.symbol)
-            block = compiled.max_threads_per_block
-            if not block:
-                block = k.attributes.max_threads_per_block()
-            plan = info.plans[key] = LaunchPlan(compiled, k, int(block), arch)
-            plan.module = module                   # keeps the module loaded
+            with _PLAN_LOCK:          # threads launching the same new shape compile it once
+                plan = info.plans.get(key)
+                if plan is None:
+                    plan = self._load_plan(info, key, consts, layouts, arch)
+        return plan
+
+    def _load_plan(self, info, key, consts, layouts, arch) -> LaunchPlan:
+        """Compile (cached in memory and on disk) and load one specialization."""
+        from cutile_lab.compiling.driver import compile_kernel
+        compiled = compile_kernel(self.kernel.definition, arch, consts=consts,
+                                  layouts=layouts, globals_=self.kernel.globals)
+        from cuda.core import ObjectCode
+        module = ObjectCode.from_cubin(compiled.cubin)
+        k = module.get_kernel(compiled.symbol)
+        block = compiled.max_threads_per_block
+        if not block:
+            block = k.attributes.max_threads_per_block()
+        plan = info.plans[key] = LaunchPlan(compiled, k, int(block), arch)
+        plan.module = module                   # keeps the module loaded
         return plan
 
     def _run_gpu(self, values, entry, ctx, args=None):
@@ -818,6 +699,31 @@ class LaunchOp(DeviceOp):
         from cutile_lab.runtime.callsite import describe
         args = ", ".join(f"{k}={_short(v)}" for k, v in self.bound.items())
         return f"<DeviceOp launch {self.label}({args}) (lazy) from {describe(self.where)}>"
+
+
+_borrow = functools.partial(tuple.__new__, Borrow)      # Borrow(...) at a plain tuple's cost
+
+
+def _borrows(entry, values) -> tuple[list, list]:
+    """(the in-flight record's ``Borrow``s of a launch — what it reads and writes —, the
+    objects the work keeps alive)."""
+    borrows, keep = [], []
+    for name, mut in entry.arrays:
+        v = values[name]
+        if type(v) is Partition:
+            keep.append(v)
+            t = v.tensor
+            src = v._source         # a borrowing partition: the lent tensor too
+            if src is not None:
+                lo, hi = src.range
+                borrows.append(_borrow((lo, hi, True, src, name)))
+        else:
+            t = v
+        lo, hi = t.range
+        if hi > lo:
+            borrows.append(_borrow((lo, hi, mut, t, name)))
+        keep.append(t)
+    return borrows, keep
 
 
 def _short(v) -> str:
@@ -954,7 +860,6 @@ def pack_args(params, values) -> list:
     (a Python int: cuda.core passes ints as 64-bit pointers), then each extent, then each stride
     in elements, as int32 (int64 when the layout has 64-bit indices); a scalar as a NumPy scalar of
     exactly its dtype's width (a Python float would be passed as a double)."""
-    from cutile_lab.runtime.dtypes import scalar_value
     out, scalars = pack_template(params, values)
     for index, name, dtype in scalars:
         out[index] = scalar_value(values[name], dtype)
@@ -1018,8 +923,45 @@ def _launch_rules(info, values, where: Span | None, consts) -> list[Diagnostic]:
 
 # --- the public entry points ------------------------------------------------------------------
 
-def _recent_fast(info: _KernelInfo, args) -> _Fast | None:
-    """The _Fast of the kernel's latest start if it was of the very same argument objects."""
+class OutputLaunchOp(LaunchOp):
+    """A launch whose first parameter gets a new tensor, allocated when the launch is enqueued
+    (stream-ordered on the launch's stream) and moved into a partition of ``tile`` tiles; the
+    op's result is that tensor. What the kernel library's host functions build: no allocation
+    before the op, no partition object of the caller's, no ``.then`` to take the tensor back."""
+
+    def __init__(self, kernel, shape, dtype, tile, args, kwargs):
+        shape = normalize_shape(shape)
+        self._out = (shape, as_dtype(dtype),
+                     _tile_shape(SimpleNamespace(ndim=len(shape), shape=shape), tile))
+        LaunchOp.__init__(self, kernel, (None,) + tuple(args), kwargs)
+
+    def _resolve(self, ctx: ExecContext):
+        shape, dtype, tile = self._out
+        out = self.info.names[0]
+        values: dict = {}
+        for name, v in self.bound.items():
+            if name == out:
+                t = new_tensor(ctx, shape, dtype, self._where)
+                v = Partition(t, tile, "move", origin=self._where)
+            elif isinstance(v, DeviceOp):
+                v = _as_arg(v._enqueue(ctx))
+            elif type(v) is not Tensor and not isinstance(v, _SCALARS):
+                v = _as_arg(v)
+            values[name] = v
+        return values, values
+
+    def _enqueue(self, ctx: ExecContext):
+        return self._enqueue_first(ctx)[0].tensor
+
+
+def launch_into(kernel, shape, dtype, tile, *args, **kwargs) -> LaunchOp:
+    """``kernel(new.partition(tile), *args, **kwargs)`` with ``new`` a tensor of ``shape`` and
+    ``dtype`` allocated when the launch runs; the op's result is that tensor (``.sync()`` it)."""
+    return OutputLaunchOp(kernel, shape, dtype, tile, args, kwargs)
+
+
+def _recent_start(info: _KernelInfo, args) -> _ReusableStart | None:
+    """The _ReusableStart of the kernel's latest start if it was of the very same argument objects."""
     r = info.recent
     f = r() if r is not None else None
     if f is not None:
@@ -1037,9 +979,9 @@ def launch_op(kernel, args, kwargs) -> LaunchOp:
     if not kwargs:
         info = kernel.__dict__.get("_launch_info")
         if info is not None and info.kdef is kernel.definition:
-            f = _recent_fast(info, args)
+            f = _recent_start(info, args)
             if f is not None:
-                return LaunchOp._again(kernel, info, f, args, user_site(2))
+                return LaunchOp._from_earlier_start(kernel, info, f, args, user_site(2))
     grid = None
     if "grid" in kwargs and "grid" not in kernel_info(kernel).names:
         kwargs = dict(kwargs)
@@ -1054,4 +996,5 @@ def launch(kernel, *args, grid=None, **kwargs) -> LaunchOp:
     return LaunchOp(kernel, args, kwargs, grid)
 
 
-__all__ = ["LaunchOp", "LaunchPlan", "launch_op", "launch", "pack_args", "arg_descs", "STATS"]
+__all__ = ["LaunchOp", "OutputLaunchOp", "LaunchPlan", "launch_op", "launch", "launch_into",
+           "pack_args", "arg_descs", "STATS"]

@@ -75,7 +75,9 @@ def _check(result, what: str):
 
 def stream_handle(stream) -> int:
     """The ``CUstream`` address of a cuda.core Stream / GraphBuilder / anything with
-    ``__cuda_stream__``."""
+    ``__cuda_stream__`` (an int is taken to be one already)."""
+    if type(stream) is int:
+        return stream
     proto = getattr(stream, "__cuda_stream__", None)
     if proto is not None:
         return int(proto()[1])

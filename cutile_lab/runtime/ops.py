@@ -21,6 +21,7 @@ import inspect
 
 from cutile_lab.errors import LaunchError
 from cutile_lab.runtime import device as _device
+from cutile_lab.runtime import driver
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime.backend import backend as current_backend
 from cutile_lab.runtime.callsite import as_span, describe, user_site
@@ -48,6 +49,24 @@ class DeviceOp:
     """A lazy piece of device work whose result is a value (a tensor, a tuple of arguments...).
 
     Nothing runs until ``sync()``, ``sync_on(stream)``, ``start()`` or ``await``.
+
+    The protocol a new kind of op implements (a launch of a foreign kernel, a library call):
+
+    - ``__init__`` calls ``super().__init__(backend)``: ``"gpu"``, ``"sim"`` or None (the
+      current backend); the user's line is recorded then (``self.where`` names it in errors).
+      Set ``label`` (shown in messages about the op's work in flight).
+    - ``_enqueue(ctx)`` enqueues the work and returns the op's result. It runs in the thread
+      that started the chain, with the device's context current, and must not wait on the host.
+      ``ctx.backend`` is ``"gpu"`` or ``"sim"``; ``ctx.stream`` the cuda.core ``Stream`` (or
+      ``GraphBuilder`` while ``ctx.capture`` is set) to enqueue on, ``ctx.handle`` its
+      ``CUstream`` as a ``ctypes.c_void_p`` (None while capturing); ``ctx.flight`` the
+      in-flight record. Before enqueueing, borrow the memory the work reads and writes with
+      ``ownership.claim(ctx.flight, [(param, tensor, mut), ...], self.where, ctx.flight.lane)``
+      (it raises ``OwnershipError`` on a conflict with other work in flight) and refuse moved
+      tensors (``tensor.moved is not None``: ``ownership.raise_use_after_move``). Arguments that
+      are DeviceOps are enqueued first with ``arg._enqueue(ctx)`` (same stream, in order).
+    - A result a later op consumes is handed back as the value ``_enqueue`` returns; ``then``,
+      ``zip``, ``partition``, graphs and ``await`` then work with the op unchanged.
     """
 
     label = "op"
@@ -160,8 +179,13 @@ class ThenOp(DeviceOp):
             raise LaunchError(".then() takes a function: op.then(lambda result: next_op)")
         self.prev = prev
         self.fn = fn
-        self.label = label or f"{prev.label}.then({getattr(fn, '__name__', 'fn')})"
+        self._label = label
         self._n = _arity(fn)
+
+    @property
+    def label(self) -> str:
+        """``prev.then(fn)`` (worded when a message needs it)."""
+        return self._label or f"{self.prev.label}.then({getattr(self.fn, '__name__', 'fn')})"
 
     def _backend(self):
         return self.prev._backend()
@@ -216,8 +240,7 @@ def stream():
     """A new stream: independent ops started on different streams may run concurrently."""
     if current_backend() == "sim":
         return SimStream()
-    from cutile_lab.runtime.device import gpu
-    return gpu().new_stream()
+    return _device.gpu().new_stream()
 
 
 _STREAM = [None]
@@ -263,9 +286,7 @@ def _start(op: DeviceOp, stream, *, for_sync: bool) -> "Pending":
             ownership.release(flight)
             raise flight.error
         return Pending(flight)
-    g = _device._context
-    if g is None:
-        g = _device.gpu()
+    g = _device.gpu()                 # current in this thread (once per thread)
     if stream is not None:
         s = stream if type(stream) is _STREAM[0] else as_core_stream(stream)
     else:
@@ -275,6 +296,8 @@ def _start(op: DeviceOp, stream, *, for_sync: bool) -> "Pending":
         lane, handle = hit[1], hit[2]
     else:
         lane, handle = g.stream_handles(s)
+    if g.alloc_epoch and g._ordered.get(lane) != g.alloc_epoch and s is not g.default_stream:
+        g.order_after_allocations(s, lane)     # memory ``cl.empty`` made on the default stream
     flight = Flight(op.label, op._where, "gpu", s, lane)
     ownership.register(flight)
     ctx = ExecContext("gpu", s, flight, None, g, handle)
@@ -289,53 +312,10 @@ def _start(op: DeviceOp, stream, *, for_sync: bool) -> "Pending":
     return Pending(flight)
 
 
-# cuEventRecord through ctypes and the events' handles, or False where the driver library cannot
-# be loaded: recording a pooled event this way costs a fraction of ``Stream.record``
-_RECORD: list = [None]
-
-
 def record_event(s, handle=None):
     """A completion event recorded on ``s`` (a recycled one from ``ownership.EVENT_POOL`` when
     there is one); ``handle`` is ``s``'s CUstream as a ``ctypes.c_void_p``."""
-    pool = ownership.EVENT_POOL
-    if not pool:
-        return s.record()
-    ev = pool.pop()
-    if handle is not None:
-        rec = _RECORD[0]
-        if rec is None:
-            rec = _event_recorder()
-        if rec:
-            fn, handles = rec
-            hit = handles.get(id(ev))
-            if hit is None or hit[0] is not ev:
-                hit = _event_handle(ev, handles)
-            if hit is not None and fn(hit[1], handle) == 0:
-                return ev
-    return s.record(ev)
-
-
-def _event_recorder():
-    try:
-        from cutile_lab.runtime.launch import libcuda
-        lib = libcuda()
-        rec = (lib.cuEventRecord, {}) if lib is not None else False
-    except Exception:
-        rec = False
-    _RECORD[0] = rec
-    return rec
-
-
-def _event_handle(ev, handles):
-    import ctypes
-    try:
-        h = int(ev.handle)
-    except Exception:
-        return None
-    if len(handles) >= 256:
-        handles.clear()
-    hit = handles[id(ev)] = (ev, ctypes.c_void_p(h))
-    return hit
+    return driver.record_event(s, handle, ownership.EVENT_POOL)
 
 
 def wait_flight(flight: Flight) -> None:
@@ -395,9 +375,10 @@ def synchronize() -> None:
     """Wait for all work this runtime started (and the device)."""
     for f in ownership.live_flights():
         wait_flight(f)
-    from cutile_lab.runtime.device import _context
-    if _context is not None:
-        _context.device.sync()
+    for ctx in list(_device._contexts.values()):
+        ctx.ensure_current()
+        ctx.device.sync()
+    _device.make_current()
 
 
 __all__ = ["DeviceOp", "Pending", "ExecContext", "ValueOp", "ThenOp", "zip", "value", "stream",

@@ -27,7 +27,7 @@ of a borrowed tensor (``z[100:110]`` while ``z[:128]`` is written) are caught to
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from cutile_lab.errors import Diagnostic, KernelDiagnosticsError, Label, Span
 from cutile_lab.runtime.callsite import describe, user_call_site
@@ -39,19 +39,42 @@ class OwnershipError(KernelDiagnosticsError):
     code = "CL052"
 
 
-@dataclass
 class MoveRecord:
-    where: Span | None        # the user's line that moved it
-    what: str                 # "was moved into a partition of (128,) tiles"
-    partition_id: int = 0
-    label: str = "moved here"
+    """A tensor or partition used up: moved into a partition, given back, a borrow ended."""
+
+    __slots__ = ("_where", "what", "partition_id", "label", "published")
+
+    def __init__(self, where, what: str, partition_id: int = 0, label: str = "moved here"):
+        self._where = where       # the user's line: (file, line) until a message needs a Span
+        self.what = what          # "was moved into a partition of (128,) tiles"
+        self.partition_id = partition_id
+        self.label = label
+        self.published = False    # told to the checker's BorrowState (only when a message needs)
+
+    @property
+    def where(self) -> Span | None:
+        w = self._where
+        if isinstance(w, tuple):
+            from cutile_lab.runtime.callsite import as_span
+            w = self._where = as_span(w)
+        return w
+
+
+class Borrow(NamedTuple):
+    """One byte range in-flight work reads or writes (an entry of ``Flight.entries``)."""
+
+    lo: int                   # [lo, hi) byte addresses
+    hi: int
+    mut: bool                 # written (a mutable borrow), else only read
+    tensor: object            # the tensor (view) the work was given
+    param: str                # the kernel parameter it was passed as ("" when none)
 
 
 class Flight:
     """One started DeviceOp chain: in flight until ``event`` completes (gpu) or it ran (sim)."""
 
     __slots__ = ("label", "_where", "event", "stream", "backend", "done", "entries", "keep",
-                 "runner", "result", "error", "published", "lane", "ready", "covered", "fast",
+                 "runner", "result", "error", "published", "lane", "ready", "covered", "reuse",
                  "pending", "__weakref__")
 
     def __init__(self, label: str, where, backend: str, stream=None, lane=None):
@@ -62,7 +85,7 @@ class Flight:
         self.stream = stream
         self.event = None
         self.done = False
-        self.entries: list = []      # (lo, hi, mut, tensor, param)
+        self.entries: list = []      # Borrow(lo, hi, mut, tensor, param)
         self.keep: list = []         # objects that must live until the work completes
         self.runner = None           # sim: the deferred work
         self.result = None
@@ -70,7 +93,7 @@ class Flight:
         self.published = False
         self.ready = False           # everything it runs is enqueued
         self.covered = False         # ``event`` was recorded after it for several flights
-        self.fast = None             # the launch's _Fast whose repeated starts may join it
+        self.reuse = None            # the launch's _ReusableStart whose repeated starts may join it
         self.pending = None          # the Pending handed to the starts that joined it
 
     @property
@@ -150,8 +173,30 @@ def others_than_lane(lane) -> bool:
 def add_borrow(flight: Flight, tensor, mut: bool, param: str = "") -> None:
     lo, hi = tensor.range
     if hi > lo:
-        flight.entries.append((lo, hi, mut, tensor, param))
+        flight.entries.append(Borrow(lo, hi, mut, tensor, param))
     flight.keep.append(tensor)
+
+
+def claim(flight: Flight, args, where, lane=NO_LANE) -> None:
+    """Borrow ``args`` — [(param, tensor, mut)] — for work about to be enqueued in ``flight``:
+    the borrows are recorded in the flight and checked against every other flight (TL104 /
+    TL105, raised as ``OwnershipError``) in one step under the registry's lock, so that of two
+    threads racing for the same memory the second sees the first. Call it before enqueueing
+    (what a DeviceOp of its own, e.g. a foreign kernel, does in ``_enqueue``); on a refusal the
+    flight is released by the start that runs it. ``lane``: the stream's handle, whose earlier
+    work is ordered before this and never conflicts (``ctx.flight.lane``)."""
+    borrows = []
+    for param, tensor, mut in args:
+        lo, hi = tensor.range
+        if hi > lo:
+            borrows.append(Borrow(lo, hi, mut, tensor, param))
+        flight.keep.append(tensor)
+    with _lock:
+        flight.entries.extend(borrows)
+        if others_in_flight(flight):
+            hits = check_launch_borrows(list(args), flight, where, lane)
+            if hits:
+                raise OwnershipError([d for _, d in hits])
 
 
 def publish(flight: Flight) -> None:
@@ -161,22 +206,20 @@ def publish(flight: Flight) -> None:
     if BORROWS is None or flight.done or flight.published:
         return
     flight.published = True
-    for lo, hi, mut, tensor, param in flight.entries:
-        if mut:
+    for b in flight.entries:
+        tensor = b.tensor
+        if b.mut:
             BORROWS.borrow_mut(tensor.id, flight, flight.where, flight.label)
         else:
             BORROWS.borrow_shared(tensor.id, flight, flight.where, flight.label)
 
 
-def moved(tensor, where) -> None:
-    if BORROWS is not None:
-        BORROWS.moved(tensor.id, where)
-
-
-def forget_moved(tensor_id: int) -> None:
-    """A moved tensor object is gone: nothing can use it any more."""
-    if BORROWS is not None:
-        BORROWS.restored(tensor_id)
+def forget_moved(tensor) -> None:
+    """A moved tensor object is gone: nothing can use it any more (the checker's BorrowState
+    forgets the move if it was told of it)."""
+    rec = tensor.moved
+    if BORROWS is not None and rec is not None and rec.published:
+        BORROWS.restored(tensor.id)
 
 
 def _retire(f: Flight) -> None:
@@ -248,12 +291,8 @@ def _release_prefix(key, lane: list, n: int) -> None:
 
 def _stream_idle(key) -> bool:
     """Has all work queued on the stream ``key`` (a CUstream handle) completed?"""
-    from cutile_lab.runtime.launch import libcuda
-    lib = libcuda()
-    if lib is None or type(key) is not int:
-        return False
-    import ctypes
-    return lib.cuStreamQuery(ctypes.c_void_p(key)) == 0
+    from cutile_lab.runtime.driver import stream_idle
+    return stream_idle(key)
 
 
 def _ready_prefix(lane: list) -> int:
@@ -272,6 +311,8 @@ def _cover(lane: list) -> None:
     todo = [f for f in lane[:n] if f.event is None]
     if not todo:
         return
+    from cutile_lab.runtime.device import make_current
+    make_current()             # recording needs the context current in this thread
     ev = todo[-1].stream.record()
     for f in todo:
         f.event = ev
@@ -350,7 +391,7 @@ def _overlapping(tensor, *, want_mut: bool, exclude: Flight | None = None,
                 if f is exclude or f.done:
                     continue
                 for entry in f.entries:
-                    elo, ehi, emut = entry[0], entry[1], entry[2]
+                    elo, ehi, emut, _, _ = entry
                     if elo < hi and lo < ehi and (emut or want_mut):
                         if not f.query() and found is None:
                             found = (f, entry)
@@ -370,8 +411,11 @@ def raise_use_after_move(tensor, what: str, where: Span | None = None, how: str 
     from cutile_lab.runtime.callsite import as_span
     rec = tensor.moved
     where = as_span(where) or user_call_site()
-    if BORROWS is not None and rec.label == "moved into a partition here" \
-            and BORROWS.is_moved(tensor.id):
+    if BORROWS is not None and rec.label == "moved into a partition here":
+        # moves are told to the checker's BorrowState lazily, when it words a message
+        if not rec.published:
+            rec.published = True
+            BORROWS.moved(tensor.id, rec.where)
         from cutile_lab.runtime.callsite import user_name_of
         d = BORROWS.check_use(tensor.id, how, where, getattr(tensor, "name", None)
                               or user_name_of(tensor))
@@ -405,12 +449,12 @@ def check_host_access(tensor, what: str, *, write: bool = False) -> None:
                               tensor.name or user_name_of(tensor))
         if d is not None and d.code != "TL102":
             raise OwnershipError([d])
-    mut = entry[2]
+    mut = entry.mut
     code = "TL103" if mut else "TL105"
     verb = "writing" if mut else "reading"
     labels = (Label(flight.where, f"`{flight.label}` launched here, still in flight"),) \
         if flight.where else ()
-    param = f" (as `{entry[4]}`)" if entry[4] else ""
+    param = f" (as `{entry.param}`)" if entry.param else ""
     diag = Diagnostic(
         code, "error",
         f"cannot {what}: in-flight work {flight.describe()} is {verb} "
@@ -448,7 +492,7 @@ def check_launch_borrows(args, exclude: Flight | None, where,
             if d is not None:
                 out.append((param, d))
                 continue
-        emut = entry[2]
+        emut = entry.mut
         code = "TL104" if emut else "TL105"
         verb = "writing" if emut else "reading"
         labels = (Label(flight.where, f"`{flight.label}` launched here, still in flight"),) \
@@ -457,7 +501,7 @@ def check_launch_borrows(args, exclude: Flight | None, where,
         out.append((param, Diagnostic(
             code, "error",
             f"{what}: in-flight work {flight.describe()} is {verb} this memory"
-            + (" (through another view of it)" if entry[3] is not tensor else ""),
+            + (" (through another view of it)" if entry.tensor is not tensor else ""),
             where, labels,
             help="wait for that work first (`.sync()`, `await`, `pending.wait()`), or chain "
                  "this launch after it with `.then(...)` so that the stream orders them")))
@@ -483,7 +527,7 @@ def _any_conflict(ranges, exclude, exclude_lane) -> bool:
                 if f is exclude or f.done:
                     continue
                 for entry in f.entries:
-                    elo, ehi, emut = entry[0], entry[1], entry[2]
+                    elo, ehi, emut, _, _ = entry
                     for lo, hi, mut in ranges:
                         if elo < hi and lo < ehi and (emut or mut):
                             return True
@@ -511,7 +555,9 @@ def order_consumer_stream(tensor, consumer_stream: int) -> None:
     hit = _overlapping(tensor, want_mut=True)
     if hit is None or hit[0].stream is None:
         return
+    from cutile_lab.runtime.device import gpu
     from cutile_lab.runtime.memory import wait_event_handle
+    gpu()                      # recording needs the context current in this thread
     ev = hit[0].stream.record()
     # DLPack's 1 (legacy default) and 2 (per-thread default) are the driver's own
     # CU_STREAM_LEGACY / CU_STREAM_PER_THREAD handles, so the value passes through.
@@ -550,7 +596,7 @@ def _reset_for_tests() -> None:
         BORROWS.clear()
 
 
-__all__ = ["OwnershipError", "MoveRecord", "Flight", "register", "add_borrow", "release",
+__all__ = ["OwnershipError", "MoveRecord", "Borrow", "Flight", "register", "add_borrow", "claim", "release",
            "release_through",
            "reap", "live_flights", "raise_use_after_move", "check_host_access",
            "check_launch_borrows", "pending_reader_stream", "order_consumer_stream", "wait_ready"]

@@ -15,7 +15,7 @@ import operator
 
 from cutile_lab.errors import LaunchError
 from cutile_lab.runtime import ownership
-from cutile_lab.runtime.callsite import describe, user_call_site, user_site
+from cutile_lab.runtime.callsite import describe, user_site
 from cutile_lab.runtime.ownership import MoveRecord
 
 _ids = itertools.count(1)
@@ -105,7 +105,7 @@ class Partition:
         if self.mode == "borrow":
             self.release()
             return self._source
-        self.moved = MoveRecord(user_call_site(), "was given back as a tensor by `unpartition()`",
+        self.moved = MoveRecord(user_site(2), "was given back as a tensor by `unpartition()`",
                                 self.id, "unpartitioned here")
         t = self.tensor
         return t
@@ -116,7 +116,7 @@ class Partition:
         if self.mode != "borrow" or self.moved is not None:
             return
         wait_for(self.tensor)
-        self.moved = MoveRecord(user_call_site(), "ended its borrow", self.id, "borrow ended here")
+        self.moved = MoveRecord(user_site(2), "ended its borrow", self.id, "borrow ended here")
         src = self._source
         if src is not None and src.moved is not None and src.moved.partition_id == self.id:
             src.moved = None
@@ -145,30 +145,24 @@ def wait_for(tensor) -> None:
     """Wait for every in-flight flight that touches ``tensor``'s memory."""
     from cutile_lab.runtime.ops import wait_flight
     for f in ownership.live_flights():
-        if any(e[3] is tensor for e in f.entries) or any(k is tensor for k in f.keep):
+        if any(e.tensor is tensor for e in f.entries) or any(k is tensor for k in f.keep):
             wait_flight(f)
 
 
 def partition(tensor, tile_shape) -> Partition:
     tensor._check("partition it", host=False)
     tile = _tile_shape(tensor, tile_shape)
-    where = user_call_site()
-    inner = tensor._view(tensor.shape, tensor.strides, tensor.offset)
-    inner.name = tensor.name
-    p = Partition(inner, tile, "move", origin=where)
+    where = user_site(2)
+    p = Partition(tensor._alias(), tile, "move", origin=where)
     tensor.moved = MoveRecord(where, f"was moved into a partition of {tile} tiles", p.id,
                               "moved into a partition here")
-    ownership.moved(tensor, where)
     return p
 
 
 def partition_mut(tensor, tile_shape) -> Partition:
     tensor._check("borrow it mutably (partition_mut)", host=False)
     tile = _tile_shape(tensor, tile_shape)
-    where = user_site(2)
-    inner = tensor._view(tensor.shape, tensor.strides, tensor.offset)
-    inner.name = tensor.name
-    return Partition(inner, tile, "borrow", source=tensor, origin=where)
+    return Partition(tensor._alias(), tile, "borrow", source=tensor, origin=user_site(2))
 
 
 __all__ = ["Partition", "partition", "partition_mut", "wait_for"]

@@ -47,7 +47,7 @@ def normalize_shape(shape) -> tuple[int, ...]:
 class Tensor:
     """A tensor on the gpu or sim backend. ``strides`` count elements, not bytes."""
 
-    __slots__ = ("dtype", "shape", "strides", "offset", "storage", "id", "moved", "origin",
+    __slots__ = ("dtype", "shape", "strides", "offset", "storage", "id", "moved", "_origin",
                  "name", "ptr", "range", "key", "__weakref__")
 
     def __init__(self, storage: Storage, dtype: DType, shape, strides=None, offset: int = 0,
@@ -59,16 +59,32 @@ class Tensor:
         self.offset = int(offset)
         self.id = next(_ids)
         self.moved = None            # a MoveRecord once moved into a partition
-        self.origin = origin         # where the user created it
+        self._origin = origin        # where the user created it: a Span, or (file, line)
         self.name = name
         # derived once (the metadata never changes): address of element [0, ...], the byte
         # range the view can touch, and the launch cache's key for it
-        self.ptr = storage.ptr + self.offset * dtype.itemsize
-        self.range = self.byte_range()
+        self.ptr = ptr = storage.ptr + self.offset * dtype.itemsize
+        if strides is None:           # C-contiguous: the range is the elements' bytes
+            self.range = (ptr, ptr + math.prod(self.shape) * dtype.itemsize)
+        else:
+            self.range = self.byte_range()
         self.key = (self.ptr, self.shape, self.strides, dtype.name, storage.backend,
                     getattr(storage, "foreign", False))
 
     # --- metadata (always allowed, even after a move) -----------------------------------------
+    @property
+    def origin(self) -> Span | None:
+        """Where the user created the tensor (made a ``Span`` when first asked)."""
+        o = self._origin
+        if isinstance(o, tuple):
+            from cutile_lab.runtime.callsite import as_span
+            o = self._origin = as_span(o)
+        return o
+
+    @origin.setter
+    def origin(self, value) -> None:
+        self._origin = value
+
     @property
     def backend(self) -> str:
         return self.storage.backend
@@ -118,13 +134,14 @@ class Tensor:
         if not self.is_contiguous:
             text += f", strides={self.strides}"
         if self.moved is not None:
-            text += f", moved into a partition at {self.moved.where}"
+            from cutile_lab.runtime.callsite import describe
+            text += f", moved into a partition at {describe(self.moved.where)}"
         return text + ")"
 
     def __del__(self):
-        if self.moved is not None:
+        if self.moved is not None and self.moved.published:
             try:
-                ownership.forget_moved(self.id)
+                ownership.forget_moved(self)
             except Exception:
                 pass
 
@@ -137,7 +154,35 @@ class Tensor:
 
     # --- views --------------------------------------------------------------------------------
     def _view(self, shape, strides, offset) -> "Tensor":
-        t = Tensor(self.storage, self.dtype, shape, strides, offset, origin=self.origin)
+        return Tensor(self.storage, self.dtype, shape, strides, offset, origin=self._origin)
+
+    @classmethod
+    def contiguous(cls, storage: Storage, dtype: DType, shape: tuple[int, ...],
+                   origin=None) -> "Tensor":
+        """A C-contiguous tensor over all of ``storage`` with ``shape`` already a tuple of ints
+        (what allocation makes): ``__init__`` without its normalisation of the arguments."""
+        t = cls.__new__(cls)
+        t.storage, t.dtype, t.shape, t.strides = storage, dtype, shape, c_strides(shape)
+        t.offset = 0
+        t.id = next(_ids)
+        t.moved = None
+        t._origin = origin
+        t.name = None
+        t.ptr = ptr = storage.ptr
+        t.range = (ptr, ptr + math.prod(shape) * dtype.itemsize)
+        t.key = (ptr, shape, t.strides, dtype.name, storage.backend, False)
+        return t
+
+    def _alias(self) -> "Tensor":
+        """A tensor object of its own over exactly this view (what a partition holds): the
+        derived metadata is copied, not recomputed."""
+        t = Tensor.__new__(Tensor)
+        t.storage, t.dtype, t.shape, t.strides = self.storage, self.dtype, self.shape, self.strides
+        t.offset, t.ptr, t.range, t.key = self.offset, self.ptr, self.range, self.key
+        t.id = next(_ids)
+        t.moved = None
+        t._origin = self._origin
+        t.name = self.name
         return t
 
     def __getitem__(self, key) -> "Tensor":
@@ -258,6 +303,13 @@ class Tensor:
                                  "__array_interface__ / np.asarray(t)")
         self._check("export it (__cuda_array_interface__)")
         stream = ownership.pending_reader_stream(self)
+        if stream is None and not self.storage.foreign:
+            from cutile_lab.runtime import device as _dev
+            g = _dev._contexts.get(self.storage.device_id)
+            if g is not None and g.alloc_epoch:
+                # ``cl.empty`` allocates on the default stream without a host wait: the consumer
+                # orders its work after that stream
+                stream = g.stream_key(g.default_stream)
         return {
             "shape": self.shape,
             "typestr": typestr(self.dtype),
@@ -291,6 +343,10 @@ class Tensor:
             raise BufferError(f"this tensor is on DLPack device {mine}, not {tuple(dl_device)}")
         if self.backend == "gpu" and stream is not None and stream != -1:
             ownership.order_consumer_stream(self, stream)
+            from cutile_lab.runtime import device as _dev
+            g = _dev.gpu()
+            if g.alloc_epoch:         # memory ``cl.empty`` made on the default stream
+                g.order_after_allocations(int(stream), int(stream))
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         return export_capsule(data_ptr=self.ptr, shape=self.shape, strides=self.strides,
                               dl_dtype=to_dlpack(self.dtype), device_type=mine[0],

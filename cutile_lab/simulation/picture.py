@@ -3,7 +3,8 @@
 Owns ``ownership_image`` (an RGB array, one pixel per element) and ``ownership_figure`` (a
 matplotlib ``Figure``, built with the object API, never pyplot's global state): each tile's region
 in its own colour with its id written in it when the grid is small, 1-D outputs as a strip,
-elements written by two tiles (races) in red, unwritten elements grey.
+elements written by two tiles (races) in red, unwritten elements grey; and ``mismatch_figure``,
+the elements whose values are wrong, in red over the same tile grid.
 """
 from __future__ import annotations
 
@@ -257,4 +258,58 @@ def ownership_figure(result, name: str | None = None, *, title: str | None = Non
                              label="atomic updates by 2+ tiles"))
     if handles:
         fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
+    return fig
+
+
+def mismatch_figure(result, name: str, wrong: np.ndarray, *, title: str | None = None,
+                    width: float = 6.0):
+    """A ``matplotlib.figure.Figure`` of the elements of ``name`` whose values are wrong
+    (``wrong``: a bool array of the output's shape), in red over the tile grid: each tile's
+    region faded in its colour, outlined, with its id in it (for up to 64 tiles)."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Patch, Rectangle
+
+    own = _as_2d(result.ownership[name])
+    bad = _as_2d(np.asarray(wrong, dtype=bool))
+    h, w = own.shape
+    img = ownership_image(result, name).astype(np.float32)
+    img = (0.3 * img + 0.7 * 255).astype(np.uint8)          # the tiles, faded
+    img[bad] = _RED
+    sy = max(1, -(-h // _MAX_PIXELS))
+    sx = max(1, -(-w // _MAX_PIXELS))
+    shown, own_s = img[::sy, ::sx], own[::sy, ::sx]
+    strip = result.ownership[name].ndim <= 1
+    if strip:
+        fig = Figure(figsize=(width + 2.0, 2.1), layout="constrained")
+    else:
+        aspect = h / max(w, 1)
+        img_w, img_h = (width, width * aspect) if aspect <= 1 else (6.0 / aspect, 6.0)
+        fig = Figure(figsize=(max(img_w, 3.0) + 2.0, img_h + 1.2), layout="constrained")
+    ax = fig.add_subplot(1, 1, 1)
+    ax.imshow(shown, interpolation="nearest", aspect="auto" if strip else "equal",
+              extent=(-0.5, w - 0.5, h - 0.5, -0.5))
+    rects = _rectangles(own_s)
+    ids = np.unique(own[own >= 0])
+    if rects is not None and len(rects) <= _MAX_OUTLINES:
+        for v, y0, y1, x0, x1 in rects:
+            x, y = x0 * sx - 0.5, y0 * sy - 0.5
+            bw, bh = min(x1 * sx, w) - x0 * sx, min(y1 * sy, h) - y0 * sy
+            ax.add_patch(Rectangle((x, y), bw, bh, fill=False, edgecolor="black",
+                                   linewidth=0.6))
+            if 0 < ids.size <= _MAX_LABELS and v >= 0:
+                ax.text(x + bw / 2, y + bh / 2, str(int(v)), ha="center", va="center",
+                        fontsize=8, color="black", alpha=0.7)
+    if strip:
+        ax.set_yticks([])
+        ax.set_xlabel("element")
+    else:
+        ax.set_xlabel("column")
+        ax.set_ylabel("row" if result.ownership[name].ndim == 2 else "leading axes, flattened")
+    n_bad = int(bad.sum())
+    ax.set_title(title or f"{result.kernel}: wrong elements of `{name}` "
+                          f"{list(result.ownership[name].shape)}: {n_bad} of {own.size}, over "
+                          f"the tile grid {tuple(result.grid)}", fontsize=10)
+    fig.legend(handles=[Patch(facecolor=_RED / 255, label="wrong value"),
+                        Patch(facecolor="white", edgecolor="black", label="a tile (its id)")],
+               loc="outside right upper", fontsize=8, frameon=False)
     return fig

@@ -33,6 +33,8 @@ export interface IDiagnostic {
   labels?: ILabel[] | null;
   help?: string | null;
   url?: string | null;
+  /** The catalog's entry for the code (Markdown), shown inline when the code is clicked. */
+  explanation?: string | null;
   notes?: string[] | null;
 }
 

@@ -292,6 +292,8 @@ function renderDiagnostic(ctx: Context, d: IDiagnostic): HTMLElement {
       a.rel = 'noopener noreferrer';
       a.title = `Explain ${d.code}`;
       code = a;
+    } else if (d.explanation) {
+      code = explainToggle(box, d.code, d.explanation);
     }
     head.append('[', code, ']');
   }
@@ -335,6 +337,24 @@ function renderDiagnostic(ctx: Context, d: IDiagnostic): HTMLElement {
     }
   });
   return box;
+}
+
+/** The code as a link that shows (and hides again) its explanation under the diagnostic. */
+function explainToggle(box: HTMLElement, code: string, explanation: string): HTMLElement {
+  const a = el('a', 'cutile-lab-code', code);
+  a.href = '#';
+  a.title = `What ${code} means and how to fix it`;
+  a.setAttribute('role', 'button');
+  a.addEventListener('click', event => {
+    event.preventDefault();
+    const shown = box.querySelector(':scope > pre.cutile-lab-explain');
+    if (shown) {
+      shown.remove();
+    } else {
+      box.append(el('pre', 'cutile-lab-explain', explanation));
+    }
+  });
+  return a;
 }
 
 function renderSnippet(ctx: Context, span: ISpan, labels: ILabel[]): DocumentFragment {

@@ -29,9 +29,9 @@ def test_every_entry_has_an_example_and_a_fix():
         if e.code == "TL099":      # internal errors have no example by nature
             continue
         kinds = {ex.kind for ex in e.examples}
-        bad = "launch" if CODES[e.code].level == "launch" else "kernel"
+        bad = CODES[e.code].level
         assert bad in kinds, f"{e.code} has no ```python {bad} example"
-        assert ("launch-fix" if bad == "launch" else "fix") in kinds, f"{e.code} has no fix"
+        assert ("fix" if bad == "kernel" else f"{bad}-fix") in kinds, f"{e.code} has no fix"
 
 
 @pytest.mark.parametrize("code,example", EXAMPLES,
@@ -39,7 +39,7 @@ def test_every_entry_has_an_example_and_a_fix():
 def test_examples_produce_exactly_their_code(code, example):
     diags = run_example(example.kind, example.text, example_filename(code, example.kind))
     got = sorted({d.code for d in diags})
-    if example.kind in ("kernel", "launch"):
+    if example.kind in ("kernel", "launch", "library"):
         assert got == [code], [(d.code, d.message) for d in diags]
     else:
         assert got == [], [(d.code, d.message) for d in diags]

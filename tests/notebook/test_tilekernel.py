@@ -171,7 +171,7 @@ def test_bad_kernel_shows_diagnostic_and_is_not_defined(shell):
     assert d["span"] == {"line": 6, "col": 4, "end_line": 6, "end_col": 14}   # the cell's line
     [label] = d["labels"]
     assert label["span"]["line"] == 4 and "shared" in label["message"]
-    assert d["url"] and d["help"]
+    assert d["help"] and d["url"] is None     # never a path into the source tree
     bundle = [b for b in cell.bundles if b[REPORT_MIME]["kernel"] == "bad"][0]
     html, text = bundle["text/html"], bundle["text/plain"]
     assert "TL010" in html and 'data-line="6"' in html
@@ -202,15 +202,26 @@ def test_warnings_do_not_stop_a_kernel(shell):
     assert "warning[TL999]" in b["text/plain"] and "1 warning" in b["text/plain"]
 
 
-def test_bad_kernel_keeps_an_earlier_definition_and_says_so(shell):
+def test_bad_redefinition_makes_the_name_unusable_until_it_compiles(shell):
+    from cutile_lab.notebook.magics import FailedKernel
     assert shell.run("%%tilekernel\n" + ADD).ok
     first = shell.ns["add"]
     cell = shell.run('%%tilekernel\n'
                      'def add(z: Mut[Tensor[f32, "B"]], x):\n'
                      '    z.store(load_tile_like(x, z))\n')
     assert not cell.ok
-    assert shell.ns["add"] is first
-    assert any("still refers to the kernel defined in" in n for n in cell.report["notes"])
+    stale = shell.ns["add"]
+    assert isinstance(stale, FailedKernel) and stale is not first
+    assert any("is unusable until this cell compiles" in n for n in cell.report["notes"])
+    with pytest.raises(TileCellError, match="`add` is unusable: its last %%tilekernel cell"):
+        stale(None)
+    # a cell that does not even parse as kernels does the same to the names it defines
+    assert shell.run("%%tilekernel\n" + ADD).ok
+    assert not shell.run('%%tilekernel\ndef add(z: Mut[Tensor[f32, "B"]]:\n    pass\n').ok
+    assert isinstance(shell.ns["add"], FailedKernel)
+    # and compiling again defines it again
+    assert shell.run("%%tilekernel\n" + ADD).ok
+    assert hasattr(shell.ns["add"], "definition")
 
 
 def test_compiler_error_is_located_in_the_cell(shell):

@@ -41,7 +41,8 @@ def test_an_unknown_family_is_refused_with_the_known_ones():
 
 
 @pytest.mark.skipif("gpu_present()")
-@pytest.mark.parametrize("script", ["bench_gemm.py", "bench_kernels.py", "bench_runtime.py"])
+@pytest.mark.parametrize("script", ["bench_gemm.py", "bench_kernels.py", "bench_runtime.py",
+                                    "bench_userpath.py"])
 def test_without_a_gpu_the_scripts_say_so(script):
     r = run(BENCH / script, "--quick")
     assert r.returncode == 2

@@ -9,6 +9,7 @@ import pytest
 import cutile_lab as cl
 from cutile_lab.errors import LaunchError
 from cutile_lab.runtime import OwnershipError, Partition, Tensor
+from cutile_lab.runtime.driver import RawLaunch
 from tests.runtime import kernels as K
 
 pytestmark = [pytest.mark.gpu, pytest.mark.usefixtures("gpu")]
@@ -419,14 +420,14 @@ def test_restarted_ops_launch_the_right_arguments(rng):
     pendings = [op.start(s) for _ in range(10)]
     pendings[-1].wait()
     np.testing.assert_allclose(z.to_numpy(), 10 * a, rtol=1e-5)
-    assert op._fast is not None and op._entry.raw is not False   # the ctypes launch was used
+    assert op._reuse is not None and op._entry.raw is not False   # the ctypes launch was used
     # one entry, scalars written per op: 2.0 and 3.0 alternate on the same packed buffer
     p = z.partition_mut(1024)
     two, three = K.scale(p, x, 2.0), K.scale(p, x, 3.0)
     for op_, k in ((two, 2), (three, 3), (two, 2), (three, 3), (three, 3), (two, 2)):
         op_.sync_on(s)
         np.testing.assert_allclose(z.to_numpy(), k * a, rtol=1e-6)
-    assert two._entry is three._entry and isinstance(two._entry.raw, L._RawLaunch)
+    assert two._entry is three._entry and isinstance(two._entry.raw, RawLaunch)
     for _ in range(5):
         two.start(s)
         last = three.start(s)
@@ -496,7 +497,7 @@ def test_repeated_starts_join_one_flight_and_stay_checked(gate, rng):
     try:
         flights = _lane_flights(s)
         assert len(flights) == 1 and all(p.flight is flights[0] for p in pendings), \
-            [(f.label, f.event, f.ready, f.fast, f.done) for f in flights]
+            [(f.label, f.event, f.ready, f.reuse, f.done) for f in flights]
         assert flights[0].event is None                # no event recorded per start
         with pytest.raises(OwnershipError) as e:       # TL103 while the joined flight runs
             z.to_numpy()

@@ -27,7 +27,7 @@ def test_restarted_op_reruns_and_sees_new_data():
     op = K.accumulate(z.partition_mut(128), x)
     for _ in range(5):
         op.sync()
-    assert op._fast is not None
+    assert op._reuse is not None
     assert (z.to_numpy() == 5).all()
 
 
@@ -39,7 +39,7 @@ def test_restarted_op_refuses_a_moved_tensor():
     op = K.vadd(p, x, y)
     op.sync()
     op.sync()                                  # the cached path
-    assert op._fast is not None
+    assert op._reuse is not None
     px = x.partition(128)                      # x moves after the launch was checked
     with pytest.raises(OwnershipError) as e:
         op.sync()
@@ -76,7 +76,7 @@ def test_restarted_op_detects_in_flight_conflicts():
     clobber = K.scale(x.partition_mut(128), w, 1.0)    # writes x (the writer's input)
     for op in (reader, writer, clobber, reader, writer):
         op.sync()                                      # every op cached
-    assert all(op._fast is not None for op in (reader, writer, clobber))
+    assert all(op._reuse is not None for op in (reader, writer, clobber))
     pending = writer.start()                           # in flight until waited for
     with pytest.raises(OwnershipError) as e:           # reads what in-flight work writes
         reader.sync()
@@ -103,14 +103,14 @@ def test_new_op_of_the_same_objects_shares_the_cached_start():
     first = K.vadd(p, x, y)
     first.sync()
     again = K.vadd(p, x, y); line = sys._getframe().f_lineno
-    assert again._fast is first._fast and again.bound is first.bound
+    assert again._reuse is first._reuse and again.bound is first.bound
     assert again._entry is first._entry and again.compiled is first.compiled  # before a start
     assert again.where.line == line and again.where != first.where   # its own line
-    assert cl.launch(K.vadd, p, x, y)._fast is first._fast
+    assert cl.launch(K.vadd, p, x, y)._reuse is first._reuse
     assert again.sync() == (p, x, y)
     assert again.diagnostics == first.diagnostics and again._entry is first._entry
     other = K.vadd(p, y, x)                            # other objects: its own first start
-    assert other._fast is None
+    assert other._reuse is None
     other.sync()
     # scalars: only the very same object is shared (2.0 and 3.0 are different launches)
     a, b = K.scale(p, x, 2.0), K.scale(p, x, 3.0)
@@ -131,7 +131,7 @@ def test_rebuilt_op_after_the_tensor_is_gone_does_not_reuse_stale_state():
     gc.collect()
     z2 = cl.zeros(256).sync()
     op = K.accumulate(z2.partition_mut(128), x)
-    assert op._fast is None
+    assert op._reuse is None
     op.sync()
     assert (z2.to_numpy() == 1).all()
 
@@ -139,6 +139,8 @@ def test_rebuilt_op_after_the_tensor_is_gone_does_not_reuse_stale_state():
 # --- the packed parameters of the ctypes launch ---------------------------------------------------
 
 def test_raw_launch_packs_what_cuda_core_passes():
+    from cutile_lab.runtime.driver import RawLaunch
+    from cutile_lab.runtime.dtypes import scalar_value
     calls = []
 
     def fake_launch(*args):
@@ -147,12 +149,12 @@ def test_raw_launch_packs_what_cuda_core_passes():
         return 0
 
     template = [0x7F00_1234_5600, np.int32(1000), np.int32(1), None, np.int64(-3), None]
-    raw = L._RawLaunch(fake_launch, ctypes.c_void_p(0xABC), (4, 2, 1), 128, template)
+    raw = RawLaunch(fake_launch, ctypes.c_void_p(0xABC), (4, 2, 1), 128, template)
 
-    class E:
-        scalars = [(3, "alpha", cl.f32), (5, "h", cl.bf16)]
+    def scalars(alpha, h):
+        return [(3, scalar_value(alpha, cl.f32)), (5, scalar_value(h, cl.bf16))]
 
-    slots = raw.scalar_slots(E, {"alpha": 0.5, "h": 1.0})
+    slots = raw.scalar_slots(scalars(0.5, 1.0))
     assert raw.launch(ctypes.c_void_p(7), slots) == 0
     func, gx, gy, gz, bx, by, bz, shmem, stream, ptrs, extra = calls[0]
     assert (func.value, gx, gy, gz, bx, by, bz, shmem, stream.value, extra) == \
@@ -166,7 +168,7 @@ def test_raw_launch_packs_what_cuda_core_passes():
     assert at(4, 8) == np.int64(-3).tobytes()
     assert at(5, 2) == np.uint16(0x3F80).tobytes()          # bf16 1.0
     # another op's scalars are written before its own call
-    other = raw.scalar_slots(E, {"alpha": 2.0, "h": 1.0})
+    other = raw.scalar_slots(scalars(2.0, 1.0))
     raw.launch(ctypes.c_void_p(7), other)
     assert at(3, 4) == np.float32(2.0).tobytes()
     raw.launch(ctypes.c_void_p(7), slots)

@@ -402,3 +402,22 @@ def test_ipython_top_level_await():
     r.raise_error()
     assert (shell.user_ns["result"] == 3).all()
     assert IPython.version_info >= (7,)
+
+
+def test_launch_into_allocates_the_output_when_it_runs(sim, rng):
+    """``launch_into`` (what the kernel library builds): the output is allocated per start, on
+    the launch's stream, and is the op's result; it composes like any op."""
+    from cutile_lab.runtime.launch import launch_into
+    a = rng.standard_normal(1000).astype(np.float32)
+    b = rng.standard_normal(1000).astype(np.float32)
+    x, y = cl.from_numpy(a).sync(), cl.from_numpy(b).sync()
+    op = launch_into(K.vadd, (1000,), "f32", 128, x, y)
+    first, second = op.sync(), op.sync()
+    assert first is not second and first.ptr != second.ptr
+    np.testing.assert_allclose(first.to_numpy(), a + b, rtol=1e-6)
+    np.testing.assert_allclose(second.to_numpy(), a + b, rtol=1e-6)
+    z = launch_into(K.vadd, (1000,), "f32", 128, x, y).then(
+        lambda t: launch_into(K.vadd, (1000,), "f32", 128, t, y)).sync()
+    np.testing.assert_allclose(z.to_numpy(), a + 2 * b, rtol=1e-5)
+    with pytest.raises(cl.LaunchError):
+        launch_into(K.vadd, (1000,), "f32", (128, 2), x, y)      # a tile of the wrong rank

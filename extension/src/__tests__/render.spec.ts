@@ -128,6 +128,28 @@ describe('tabs', () => {
 });
 
 describe('diagnostics', () => {
+  it('shows a code explanation inline when there is no url', () => {
+    const sample = loadSample();
+    sample.diagnostics = [
+      {
+        code: 'TL010',
+        severity: 'error',
+        message: 'store into shared tensor `x`',
+        url: null,
+        explanation: '## TL010 — store into a shared (read-only) input\n\n**Fix:** store into z'
+      }
+    ];
+    const { root } = render(sample);
+    const box = root.querySelector<HTMLElement>('.cutile-lab-diagnostic')!;
+    const code = box.querySelector<HTMLAnchorElement>('a.cutile-lab-code')!;
+    expect(code.getAttribute('href')).toBe('#');
+    expect(box.querySelector('pre.cutile-lab-explain')).toBeNull();
+    code.click();
+    expect(box.querySelector('pre.cutile-lab-explain')!.textContent).toContain('**Fix:**');
+    code.click();
+    expect(box.querySelector('pre.cutile-lab-explain')).toBeNull();
+  });
+
   it('renders rustc-style with code link, location, carets, labels and help', () => {
     const { root } = render(loadSample());
     const [first, second] = root.querySelectorAll<HTMLElement>('.cutile-lab-diagnostic');
