@@ -17,8 +17,9 @@ batch), where every weight is read once per token and the step is bound by HBM b
   writes the step's key/value row into the cache. The cache is partitioned into the blocks the
   instances own (``Mut``): the instance whose block holds the position merges the new row into
   it, and every instance stores its block back (a store on every path: the safe language's
-  rule). ``ATTENTION_DECODE_UNSAFE`` reads the cache as shared and writes only the new row, in a
-  justified ``unsafe`` block; the benchmark measures one against the other.
+  rule). ``ATTENTION_DECODE_UNSAFE`` owns the same blocks but stores only the new row, from the
+  one instance whose block holds it, in a justified ``unsafe`` block (a partial store at a
+  device-held index); the benchmark measures one against the other.
   ``ATTENTION_COMBINE`` merges the blocks' partial results (log-sum-exp in base 2), in one
   pass over the blocks that hold positions (``BS`` blocks a load: one load for up to
   ``BS * CH`` positions).
