@@ -194,10 +194,21 @@ def copy_bandwidth() -> float | None:
     return 2 * (1 << 30) / t
 
 
-def time_transformers_eager(config, weights, context: int, steps: int) -> dict:
+def time_transformers_eager(config, weights, context: int, steps: int,
+                            lab_greedy: tuple | None = None) -> dict:
+    """transformers' eager decode with its dynamic cache, same weights; with ``lab_greedy``
+    (prompt, the lab's greedy tokens), transformers' greedy tokens after the same prompt."""
     import torch
-    from cutile_lab.models.reference import transformers_model
+    from cutile_lab.models.reference import transformers_greedy, transformers_model
     hf = transformers_model(config, weights, dtype="bfloat16")
+    agreement = None
+    if lab_greedy is not None:
+        prompt, lab_tokens = lab_greedy
+        theirs, _ = transformers_greedy(hf, prompt, len(lab_tokens))
+        same = next((i for i, (a, b) in enumerate(zip(lab_tokens, theirs)) if a != b),
+                    len(lab_tokens))
+        agreement = {"prompt": prompt, "lab": lab_tokens, "transformers": theirs,
+                     "same_first_tokens": same}
     ids = torch.randint(0, config.vocab_size, (1, context), device="cuda",
                         generator=torch.Generator(device="cuda").manual_seed(1))
     with torch.no_grad():
@@ -216,7 +227,8 @@ def time_transformers_eager(config, weights, context: int, steps: int) -> dict:
         dt = (time.perf_counter() - t0) / steps
     del hf, past, out
     torch.cuda.empty_cache()
-    return {"step_s": dt, "tokens_per_s": 1.0 / dt, "cache": "DynamicCache"}
+    return {"step_s": dt, "tokens_per_s": 1.0 / dt, "cache": "DynamicCache",
+            "greedy_agreement": agreement}
 
 
 def compile_child(args) -> int:
@@ -453,10 +465,18 @@ def main(argv=None) -> int:
             traceback.print_exc()
     if result.get("lab"):
         rows = per_kernel(model, stream, result["lab"]["step_s"], mem_bw)
+    lab_greedy = None
+    if result.get("lab") and not args.no_torch:
+        try:      # the same model? greedy tokens of both after one prompt (bf16: near ties
+            import numpy as np      # may part them; recorded, not asserted)
+            prompt = [int(t) for t in np.random.default_rng(2).integers(0, 1000, 8)]
+            lab_greedy = (prompt, model.generate([prompt], 8)[0].tolist())
+        except Exception as e:
+            result["errors"].append(f"lab greedy: {type(e).__name__}: {e}")
     if not args.no_torch:
         try:
             result["torch_eager"] = time_transformers_eager(config, weights, args.context,
-                                                            min(args.steps, 32))
+                                                            min(args.steps, 32), lab_greedy)
         except Exception as e:
             result["errors"].append(f"transformers eager: {type(e).__name__}: {e}")
             traceback.print_exc()
@@ -500,6 +520,10 @@ def main(argv=None) -> int:
                   f"({100 * r['tokens_per_s'] / roof:.1f}% of the roofline{extra})")
         else:
             print(f"{label:<24}{r.get('error')}")
+    agreement = result.get("torch_eager", {}).get("greedy_agreement")
+    if agreement:
+        print(f"greedy tokens after one 8-token prompt: lab {agreement['lab']}, transformers "
+              f"{agreement['transformers']} (the first {agreement['same_first_tokens']} agree)")
     for name in ("lab_unsafe_append", "torch_eager", "torch_compile"):
         if f"lab_vs_{name}" in result:
             print(f"lab / {name}: {result[f'lab_vs_{name}']:.3f}x")
