@@ -363,6 +363,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch baselines")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--compile-timeout", type=int, default=75)
+    ap.add_argument("--budget", type=int, default=220,
+                    help="seconds the whole run should take, about: the tile sweep stops at "
+                         "55%% of it, torch.compile gets what is left (at least 20 s)")
     ap.add_argument("--out", help="also write the results here")
     ap.add_argument("--no-sweep", dest="sweep", action="store_false",
                     help="keep the model's GEMV tiles (default: try BM per projection, keep "
@@ -451,7 +454,8 @@ def main(argv=None) -> int:
         traceback.print_exc()
     if args.sweep and result.get("lab"):
         try:
-            best, result["sweep"] = sweep_tiles(model, stream, time.perf_counter() + 40)
+            deadline = min(time.perf_counter() + 40, t_start + 0.55 * args.budget)
+            best, result["sweep"] = sweep_tiles(model, stream, deadline)
             if any(tuple(best[k]) != tuple(model._tile(k)) for k in best):
                 tuned = model.variant(tiles=best)
                 result["lab_default_tiles"] = result["lab"]
@@ -489,8 +493,8 @@ def main(argv=None) -> int:
                 torch.cuda.empty_cache()
             except Exception:
                 pass
-            # the whole run stays within about 4 minutes: torch.compile gets what is left
-            left = int(220 - (time.perf_counter() - t_start))
+            # the whole run stays within --budget seconds: torch.compile gets what is left
+            left = int(args.budget - (time.perf_counter() - t_start))
             args.compile_timeout = max(20, min(args.compile_timeout, left))
             result["torch_compile"] = time_torch_compile(args)
     result["total_s"] = time.perf_counter() - t_start
