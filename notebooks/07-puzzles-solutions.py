@@ -428,14 +428,13 @@ check_matmul_grouped(matmul_grouped)
 # %%tilekernel
 def split_k(c: Mut[Tensor[f32, "BM, BN"]], a: Tensor[f32, "?, ?"], b: Tensor[f32, "?, ?"],
             BK: Const[int] = 16):
-    s = tile_id(2)                                # which slice of K is mine
-    ta = load_tile(a, (tile_id(0), s), (BM, BK))
-    tb = load_tile(b, (s, tile_id(1)), (BK, BN))
-    part = matmul(ta, tb)
     rows = reshape(arange(BM, dtype=i32), (BM, 1)) + tile_id(0) * BM
     cols = reshape(arange(BN, dtype=i32), (1, BN)) + tile_id(1) * BN
-    with unsafe():                                # every slice adds into the same tile
-        atomic_add(c, (rows, cols), part)
+    with unsafe():                                # a third grid axis: K's slices share c's tiles
+        s = tile_id(2)                            # which slice of K is mine
+        ta = load_tile(a, (tile_id(0), s), (BM, BK))
+        tb = load_tile(b, (s, tile_id(1)), (BK, BN))
+        atomic_add(c, (rows, cols), matmul(ta, tb))   # every slice adds into the same tile
 
 
 # %% tags=["nbval-ignore-output"]

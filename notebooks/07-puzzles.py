@@ -328,7 +328,7 @@ def outer_grad_y(dy: Mut[Tensor[f32, "BN"]], dz: Tensor[f32, "?, ?"], x: Tensor[
     for i in range(num_tiles(dz, 0, (BM, BN))):
         t = load_tile(dz, (i, tile_id(0)), (BM, BN))
         tx = reshape(load_tile(x, (i,), (BM,)), (BM, 1))
-        acc = acc + sum(t * tx, axis=1)           # a first attempt
+        acc = acc + sum(t, axis=0)                # a first attempt
     dy.store(acc)
 
 
@@ -568,12 +568,12 @@ check_matmul_grouped(matmul_grouped)
 # %%tilekernel
 def split_k(c: Mut[Tensor[f32, "BM, BN"]], a: Tensor[f32, "?, ?"], b: Tensor[f32, "?, ?"],
             BK: Const[int] = 16):
-    s = tile_id(2)
-    ta = load_tile(a, (tile_id(0), s), (BM, BK))
-    tb = load_tile(b, (s, tile_id(1)), (BK, BN))
-    part = matmul(ta, tb)
-    with unsafe():                                # a first attempt
-        store(c, index=(tile_id(0), tile_id(1)), tile=part)
+    with unsafe():                                # a third grid axis: K's slices share c's tiles
+        s = tile_id(2)
+        ta = load_tile(a, (tile_id(0), s), (BM, BK))
+        tb = load_tile(b, (s, tile_id(1)), (BK, BN))
+        part = matmul(ta, tb)
+        store(c, index=(tile_id(0), tile_id(1)), tile=part)   # a first attempt
 
 
 # %% tags=["nbval-ignore-output"]

@@ -93,6 +93,8 @@ _TABLE: list[tuple[str, Severity, str]] = [
     ("TL117", "error", "a parameter is missing, or an argument matches no parameter"),
     ("TL118", "error", "a tensor is passed for a scalar parameter, or a scalar for a tensor"),
     ("TL119", "error", "the `Mut` outputs' partitions have different numbers of tiles"),
+    ("TL120", "warning", "a shared input read with `load_tile_like` is smaller than the output: "
+                         "some tiles read padding"),
     # library calls (cutile_lab.kernels): the host function's arguments, before any launch
     ("TL150", "error", "a library function's argument is not a tensor of numbers"),
     ("TL151", "error", "a library function's argument has a rank the function does not take"),
@@ -100,8 +102,6 @@ _TABLE: list[tuple[str, Severity, str]] = [
     ("TL153", "error", "a library function's argument has a dtype it does not take"),
     ("TL154", "error", "a library function's argument is on another device or backend"),
     ("TL155", "error", "a library function's option has a value it does not take"),
-    ("TL120", "warning", "a shared input read with `load_tile_like` is smaller than the output: "
-                         "some tiles read padding"),
 ]
 
 def _level(code: str) -> str:

@@ -732,6 +732,15 @@ class Typing:
             x = self._arg(args, kw, 0, "array")
             dtype = x.param.dtype if isinstance(x, TensorV) else None
             return TileV(shape_of(self._arg(args, kw, 2, "shape")), dtype)
+        if name == "gather":
+            # element-wise indexed reads: the result has the shape the index tiles broadcast to
+            x = self._arg(args, kw, 0, "array")
+            idx = self._arg(args, kw, 1, "indices")
+            dtype = x.param.dtype if isinstance(x, TensorV) else None
+            shape: Any = ()
+            for part in (idx.items if isinstance(idx, TupleV) else (idx,)):
+                shape = broadcast(shape, part.shape) if isinstance(part, TileV) else None
+            return TileV(shape, dtype)
         if name in ("bid", "tile_id"):
             axis = int_of(self._arg(args, kw, 0, "axis"))
             return TileV((), i32, origin=("bid", axis) if axis is not None else None)

@@ -30,7 +30,7 @@ def run_cuda_cell(shell, args, cell: str, *, filenames: set | None = None) -> li
     from cutile_lab.language.cuda_signature import parse_cuda_kernels
     from cutile_lab.language.frontend import KernelSource
     from cutile_lab.notebook.diagnostics import error_to_diagnostic
-    from cutile_lab.notebook.magics import (TileCellError, _cell_filename, _cell_id, _sass_of,
+    from cutile_lab.notebook.magics import (TileCellError, _cell_filename, _cell_id, sass_of,
                                             parse_arch)
     from cutile_lab.notebook.report import compile_report_bundle, publish
     from cutile_lab.runtime.foreign import CudaKernel, _register
@@ -44,10 +44,11 @@ def run_cuda_cell(shell, args, cell: str, *, filenames: set | None = None) -> li
     cell_id = _cell_id(shell)
     options = _options(args)
 
-    def report(compiled, name, diags, notes, status, sass=None):
+    def report(compiled, name, diags, notes, status, sass=None, sass_hint=None):
         publish(compile_report_bundle(compiled, None, diags, source, arch=arch, show=show,
                                       notes=notes, cell_id=cell_id, kernel_name=name,
-                                      status=status, sass=sass, cell_first_line=2))
+                                      status=status, sass=sass, sass_hint=sass_hint,
+                                      cell_first_line=2))
 
     try:
         sigs = parse_cuda_kernels(cell, filename)
@@ -81,8 +82,8 @@ def run_cuda_cell(shell, args, cell: str, *, filenames: set | None = None) -> li
         defined.append(kernel)
         if args.kernel and args.kernel != sig.name:
             continue
-        sass = _sass_of(compiled, explicit=bool(args.show)) if "sass" in show else None
-        report(compiled, sig.name, [], notes, "compiled", sass)
+        sass, hint = sass_of(compiled) if "sass" in show else (None, None)
+        report(compiled, sig.name, [], notes, "compiled", sass, hint)
     if failed:
         raise TileCellError(f"NVRTC could not compile this cell; {', '.join(failed)} "
                             "not defined (see the report above)")

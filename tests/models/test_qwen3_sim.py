@@ -184,7 +184,8 @@ def test_every_kernel_of_the_step_checks_clean_in_the_safe_subset():
             assert "unsafe" not in k.source.text, k.name
     assert {t.kernel(dt="bf16").name for t in templates} >= kernels
     unsafe = D.ATTENTION_DECODE_UNSAFE.kernel(dt="bf16")
-    assert unsafe.check() == []
+    # nothing but the note that names its block as unchecked (TL050)
+    assert [d.code for d in unsafe.check()] == ["TL050"]
     lines = unsafe.source.text.splitlines()
     at = next(i for i, line in enumerate(lines) if "with unsafe():" in line)
     assert lines[at - 1].strip().startswith("#") and "measured" in "".join(lines[at - 8:at])

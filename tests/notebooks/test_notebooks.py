@@ -134,7 +134,7 @@ STUB_FAILURES = {
     "row_max": ("mismatch", ["padding", "neg_inf"]),
     "long_row_sum": ("mismatch", ["the sum of the first 64 columns only"]),
     "outer_grad_x": ("mismatch", ["the plain row sum of dz"]),
-    "outer_grad_y": ("crash", ["cannot be broadcast together", "dz: f32["]),
+    "outer_grad_y": ("mismatch", ["wrong values", "dz: f32["]),
     "online_softmax": ("mismatch", ["each tile was normalised on its own"]),
     "conv2d": ("out_of_bounds", ["SIM003", "gather", "x: f32[40, 50], k: f32[3, 3]"]),
     "batched_matmul": ("mismatch", ["only batch 0 is right"]),
@@ -315,10 +315,10 @@ def test_out_of_bounds_names_the_case_and_its_shapes(puzzles):
 def test_race_names_the_case_and_draws_the_owners(puzzles):
     k = _kernel('def split_k(c: Mut[Tensor[f32, "BM, BN"]], a: Tensor[f32, "?, ?"], '
                 'b: Tensor[f32, "?, ?"], BK: Const[int] = 16):\n'
-                '    s = tile_id(2)\n'
-                '    part = matmul(load_tile(a, (tile_id(0), s), (BM, BK)), '
-                'load_tile(b, (s, tile_id(1)), (BK, BN)))\n'
                 '    with unsafe():\n'
+                '        s = tile_id(2)\n'
+                '        part = matmul(load_tile(a, (tile_id(0), s), (BM, BK)), '
+                'load_tile(b, (s, tile_id(1)), (BK, BN)))\n'
                 '        store(c, index=(tile_id(0), tile_id(1)), tile=part)\n', "split_k")
     r = puzzles.check_split_k(k, gpu=False)
     assert r.kind == "race", r.message
@@ -379,11 +379,11 @@ def online_softmax(z: Mut[Tensor[f32, "BR, BN"]], x: Tensor[f32, "?, ?"]):
     "split_k": ("""
 def split_k(c: Mut[Tensor[f32, "BM, BN"]], a: Tensor[f32, "?, ?"], b: Tensor[f32, "?, ?"],
             BK: Const[int] = 16):
-    s = tile_id(2)
-    part = matmul(load_tile(a, (tile_id(0), s), (BM, BK)), load_tile(b, (s, tile_id(1)), (BK, BN)))
     rows = reshape(arange(BM, dtype=i32), (BM, 1))
     cols = reshape(arange(BN, dtype=i32), (1, BN))
     with unsafe():
+        s = tile_id(2)
+        part = matmul(load_tile(a, (tile_id(0), s), (BM, BK)), load_tile(b, (s, tile_id(1)), (BK, BN)))
         atomic_add(c, (rows, cols), part)
 """, "unwritten", "offset by tile_id * the tile size"),
     "batched_matmul": ("""
