@@ -35,8 +35,7 @@ _RUNTIME_NAMES = frozenset({
     "set_backend", "backend", "zeros", "ones", "full", "arange", "rand", "randn", "from_numpy",
     "asarray", "empty", "launch", "graph", "stream", "synchronize", "zip", "value", "DeviceOp",
     "Pending", "Partition", "Graph", "device_info", "describe_device", "gpu_available",
-    "OwnershipError", "cuda_kernel", "CudaKernel", "torch_op", "use_device", "current_device",
-    "device_count"})
+    "OwnershipError", "cuda_kernel", "CudaKernel", "torch_op"})
 
 
 def __getattr__(name):

@@ -28,8 +28,7 @@ are published and checked under the ownership registry's lock.
 from cutile_lab.runtime.backend import backend, set_backend
 from cutile_lab.runtime.creation import (arange, asarray, empty, from_numpy, full, ones, rand,
                                          randn, zeros)
-from cutile_lab.runtime.device import (DeviceInfo, current_device, describe_device, device_count,
-                                       device_info, gpu_available, use_device)
+from cutile_lab.runtime.device import (DeviceInfo, describe_device, device_info, gpu_available)
 from cutile_lab.runtime.foreign import CudaKernel, cuda_kernel, torch_op
 from cutile_lab.runtime.graph import Graph, graph
 from cutile_lab.runtime.launch import LaunchOp, launch
@@ -40,7 +39,6 @@ from cutile_lab.runtime.tensor import Tensor
 
 __all__ = ["backend", "set_backend", "arange", "asarray", "empty", "from_numpy", "full", "ones",
            "rand", "randn", "zeros", "DeviceInfo", "describe_device", "device_info",
-           "use_device", "current_device", "device_count",
            "gpu_available", "Graph", "graph", "LaunchOp", "launch", "DeviceOp", "Pending",
            "stream", "synchronize", "value", "zip", "OwnershipError", "Partition", "Tensor",
            "CudaKernel", "cuda_kernel", "torch_op"]

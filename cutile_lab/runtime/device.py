@@ -32,10 +32,9 @@ from cutile_lab.errors import NoDeviceError
 from cutile_lab.runtime.memory import allocate
 
 _lock = threading.Lock()
-_thread = threading.local()      # .ctx: this thread's current GpuContext (made current in it)
+_thread = threading.local()      # .ctx: the GpuContext made current in this thread
 _probe: tuple[bool, str] | None = None   # (found, reason when not found)
-_context: "GpuContext | None" = None     # device 0's, or the first one used: the process default
-_contexts: dict[int, "GpuContext"] = {}  # every device used, by index
+_context: "GpuContext | None" = None
 
 NO_GPU_HELP = ("the simulator backend runs the same kernels on the CPU: cl.set_backend('sim') "
                "(or CUTILE_LAB_BACKEND=sim); importing and compiling need no GPU")
@@ -232,103 +231,34 @@ def keep_freed_memory(device) -> int:
 
 
 def gpu() -> GpuContext:
-    """The calling thread's current GPU context, current in that thread (device 0's unless
-    ``use_device`` chose another; created on first use; ``NoDeviceError`` without a GPU)."""
-    ctx = getattr(_thread, "ctx", None)
-    if ctx is not None:
+    """The process-wide GPU context, current in the calling thread (created on first use;
+    ``NoDeviceError`` without a GPU)."""
+    ctx = _context
+    if ctx is not None and getattr(_thread, "ctx", None) is ctx:
         return ctx
     return _gpu_for_thread()
 
 
 def make_current() -> None:
-    """Make the calling thread's GPU context current if the runtime has started one (for
+    """Make the GPU context current in the calling thread if the runtime has started one (for
     driver calls on objects that exist already: recording an event on a stream)."""
-    if getattr(_thread, "ctx", None) is None and _context is not None:
-        _gpu_for_thread()
-
-
-def started() -> "GpuContext | None":
-    """The calling thread's context if the runtime has started any, else None (never starts
-    one)."""
-    ctx = getattr(_thread, "ctx", None)
-    if ctx is not None or _context is None:
-        return ctx
-    return _gpu_for_thread()
-
-
-def device_count() -> int:
-    """How many GPUs the driver sees (0 without one)."""
-    if not gpu_available():
-        return 0
-    from cuda.bindings import driver
-    err, n = driver.cuDeviceGetCount()
-    return int(n) if int(err) == 0 else 0
-
-
-def context_of(index: int) -> GpuContext:
-    """The runtime's context of GPU ``index`` (made on first use)."""
-    global _context
-    ctx = _contexts.get(index)
-    if ctx is not None:
-        return ctx
-    require_gpu("GPU work")
-    n = device_count()
-    if not isinstance(index, int) or not 0 <= index < n:
-        raise NoDeviceError(f"there is no GPU {index!r}: this process sees {n} "
-                            f"(indices 0..{n - 1})",
-                            help="CUDA_VISIBLE_DEVICES limits what a process sees; "
-                                 "cl.device_count() says how many")
-    with _lock:
-        ctx = _contexts.get(index)
-        if ctx is None:
-            ctx = GpuContext(index)           # made current while it is built...
-            _contexts[index] = ctx
-            if _context is None:
-                _context = ctx
-            prev = getattr(_thread, "ctx", None)
-            if prev is not None and prev is not ctx:
-                from cuda.core import Device  # ...so the thread's own goes back
-                Device(prev.index).set_current()
-            elif prev is None:
-                _thread.ctx = ctx
-    return ctx
+    ctx = _context
+    if ctx is not None and getattr(_thread, "ctx", None) is not ctx:
+        ctx.ensure_current()
 
 
 def _gpu_for_thread() -> GpuContext:
-    ctx = context_of(getattr(_thread, "index", 0))
+    global _context
+    if _context is None:
+        require_gpu("GPU work")
+        with _lock:
+            if _context is None:
+                ctx = GpuContext(0)
+                _thread.ctx = ctx
+                _context = ctx
+    ctx = _context
     ctx.ensure_current()
-    _thread.ctx = ctx
     return ctx
-
-
-def current_device() -> int:
-    """The index of the calling thread's current GPU (0 unless ``use_device`` chose another)."""
-    return getattr(_thread, "index", 0)
-
-
-class use_device:
-    """``with cl.use_device(1): ...``: in this thread, tensors are created, kernels launched and
-    ops run on GPU 1 until the block ends (as ``with cupy.cuda.Device(1):``). ``cl.use_device(1)``
-    without ``with`` switches this thread for good. Each device has its own streams, memory
-    pool and loaded kernels; a launch refuses tensors of another device."""
-
-    def __init__(self, index: int):
-        self.index = index
-        self._saved = (getattr(_thread, "ctx", None), getattr(_thread, "index", 0))
-        ctx = context_of(index)
-        ctx.ensure_current()
-        _thread.ctx, _thread.index = ctx, index
-
-    def __enter__(self) -> GpuContext:
-        return _thread.ctx
-
-    def __exit__(self, *exc) -> None:
-        ctx, index = self._saved
-        _thread.index = index
-        if ctx is not None:
-            ctx.ensure_current()
-        else:
-            _thread.ctx = None
 
 
 def _device_info(dev, index: int) -> DeviceInfo:
@@ -376,6 +306,5 @@ def current_arch() -> str:
     return gpu().arch
 
 
-__all__ = ["DeviceInfo", "GpuContext", "gpu", "make_current", "use_device", "current_device",
-           "device_count", "context_of", "started", "gpu_available", "require_gpu", "device_info",
+__all__ = ["DeviceInfo", "GpuContext", "gpu", "make_current", "gpu_available", "require_gpu", "device_info",
            "describe_device", "current_arch"]

@@ -154,11 +154,10 @@ class _ReusableStart:
     (the arguments' layouts, the consts, the grid), fixed for the op's argument objects."""
 
     __slots__ = ("backend", "entry", "movers", "borrow_entries", "keep", "result", "bound", "raw",
-                 "scalars", "args", "borrows", "gpu", "__weakref__")
+                 "scalars", "args", "borrows", "__weakref__")
 
     def __init__(self, backend, entry, movers, borrow_entries, keep, result, bound):
         self.backend = backend
-        self.gpu = None               # the GpuContext it was started on (its kernel is loaded there)
         self.entry = entry
         self.movers = movers          # objects whose ``moved`` must still be None
         self.borrow_entries = borrow_entries      # the in-flight record's entries: (lo, hi, mut, t, name)
@@ -261,9 +260,10 @@ class LaunchOp(DeviceOp):
         other thread can register a conflicting flight, or see the joined flight complete,
         between the check and the launch."""
         f = self._reuse
-        g = getattr(_device._thread, "ctx", None)      # this thread's current context
+        g = _device._context
         if f is not None and stream is not None and f.raw is not None \
-                and self._entry is f.entry and g is not None and g is f.gpu:
+                and self._entry is f.entry and g is not None \
+                and getattr(_device._thread, "ctx", None) is g:
             hit = g._keys.get(id(stream))
             if hit is not None and hit[0] is stream:
                 lane, handle = hit[1], hit[2]
@@ -445,8 +445,7 @@ class LaunchOp(DeviceOp):
                 movers.append(v)
             elif name in values:
                 parts.append((cls, v) if name in info.consts else cls)
-        key = (ctx.backend, tuple(parts), self._consts_key, self.grid,
-               ctx.gpu.index if ctx.gpu is not None else None)
+        key = (ctx.backend, tuple(parts), self._consts_key, self.grid)
         entry = info.entries.get(key)
         if entry is None:
             entry = self._prepare(values, ctx, key)
@@ -496,7 +495,6 @@ class LaunchOp(DeviceOp):
             f = _ReusableStart(ctx.backend, entry, tuple(movers), borrow_entries, keep, result,
                                self.bound)
             if entry.run and ctx.backend == "gpu":
-                f.gpu = ctx.gpu
                 f.raw = raw
                 f.scalars = scalars
                 f.args = args
@@ -542,16 +540,6 @@ class LaunchOp(DeviceOp):
                     f"`{name}` is a {b} tensor but this launch runs on the {ctx.backend} backend",
                     span=self.where,
                     help="create every tensor of a launch on one backend (cl.set_backend)")
-            if b == "gpu":
-                t = v.tensor if isinstance(v, Partition) else v
-                here = (ctx.gpu or _device.gpu()).index
-                dev = getattr(t.storage, "device_id", here)
-                if dev != here:
-                    raise LaunchError(
-                        f"`{name}` is on GPU {dev} but this launch runs on GPU {here}",
-                        span=self.where,
-                        help=f"launch inside `with cl.use_device({dev}):`, or copy the tensor "
-                             "to this GPU first; a kernel reads and writes one GPU's memory")
         diags = _launch_rules(info, values, self.where, self.explicit_consts)
         if any(d.is_error for d in diags):
             self.diagnostics = diags
@@ -642,7 +630,7 @@ class LaunchOp(DeviceOp):
     def plan(self, values, consts, arch: str) -> LaunchPlan:
         layouts = self._layouts(values)
         info = self.info
-        key = (arch, _device.gpu().index, tuple(sorted(consts.items())), tuple(layouts.items()))
+        key = (arch, tuple(sorted(consts.items())), tuple(layouts.items()))
         plan = info.plans.get(key)
         if plan is None:
             with _PLAN_LOCK:          # threads launching the same new shape compile it once

@@ -375,10 +375,8 @@ def synchronize() -> None:
     """Wait for all work this runtime started (and the device)."""
     for f in ownership.live_flights():
         wait_flight(f)
-    for ctx in list(_device._contexts.values()):
-        ctx.ensure_current()
-        ctx.device.sync()
-    _device.make_current()
+    if _device._context is not None:
+        _device.gpu().device.sync()
 
 
 __all__ = ["DeviceOp", "Pending", "ExecContext", "ValueOp", "ThenOp", "zip", "value", "stream",

@@ -327,11 +327,11 @@ class Tensor:
         stream = ownership.pending_reader_stream(self)
         if stream is None and not self.storage.foreign:
             from cutile_lab.runtime import device as _dev
-            g = _dev._contexts.get(self.storage.device_id)
+            g = _dev._context
             if g is not None and g.alloc_epoch:
                 # ``cl.empty`` allocates on the default stream without a host wait: the consumer
                 # orders its work after that stream
-                stream = g.stream_key(g.default_stream)
+                stream = _dev.gpu().stream_key(g.default_stream)
         return {
             "shape": self.shape,
             "typestr": typestr(self.dtype),
