@@ -113,6 +113,13 @@ def _clip(text: str) -> str:
     return "\n".join(lines)
 
 
+try:
+    import matplotlib_inline  # noqa: F401  (what `%matplotlib inline` needs)
+    _HAS_INLINE = True
+except ImportError:
+    _HAS_INLINE = False
+
+
 def run_one(path: Path, quiet: bool, full: bool) -> dict:
     """Run one notebook's code cells in this process; return its record."""
     from IPython.utils.capture import capture_output
@@ -132,8 +139,11 @@ def run_one(path: Path, quiet: bool, full: bool) -> dict:
         tags = set(cell.tags)
         may_raise = "raises-exception" in tags
         t0 = time.perf_counter()
+        source = cell.source
+        if not _HAS_INLINE:       # a bare GPU machine: no matplotlib-inline; draw off screen
+            source = source.replace("%matplotlib inline", "import matplotlib; matplotlib.use('agg')")
         with capture_output() as cap:
-            result = shell.run_cell(cell.source, store_history=True)
+            result = shell.run_cell(source, store_history=True)
         dt = time.perf_counter() - t0
         err = result.error_before_exec or result.error_in_exec
         entry = {"cell": i, "seconds": round(dt, 3), "tags": sorted(tags),

@@ -279,6 +279,16 @@ def convert(a, src: SimDType | None, dst: SimDType) -> np.ndarray:
         return round_to_tf32(a.astype(np.float32))
     if dst.category == INT and a.dtype.kind == "f":
         lo, hi = int_range(dst)
+        if dst.bits == 8:
+            # the GPU has no 8-bit float-to-integer conversion: the compiler converts to a
+            # 16-bit integer (saturating there) and keeps the low byte, so 300.0 -> 44 in i8,
+            # +inf -> -1 (0x7fff), -inf -> 0 (0x8000); measured on an H100 against this
+            lo, hi = (-(1 << 15), (1 << 15) - 1) if lo < 0 else (0, (1 << 16) - 1)
+            with np.errstate(invalid="ignore"):
+                a = np.nan_to_num(np.trunc(a.astype(np.float64)), nan=0.0)
+                wide = np.clip(a, float(lo), float(hi)).astype(np.int32)
+            return wide.astype(np.uint16).astype(np.uint8).view(dst.np) \
+                if np.dtype(dst.np).kind == "i" else wide.astype(np.uint8)
         with np.errstate(invalid="ignore"):
             a = np.nan_to_num(np.trunc(a.astype(np.float64)), nan=0.0)
             a = np.clip(a, float(lo), float(hi))
