@@ -85,7 +85,10 @@ def _low_byte(x, dtype):
 def _conv_ref(x, *_):
     with np.errstate(over="ignore"):
         return [_low_byte(x, np.int8), _low_byte(x, np.uint8), x.astype(np.float16),
-                x.astype(ml_dtypes.bfloat16), None, x.view(np.int32)]
+                x.astype(ml_dtypes.bfloat16),
+                # to fp8 saturating at the largest finite value, NaN kept (as the H100 does)
+                np.where(np.isnan(x), x, np.clip(x, -448, 448)).astype(ml_dtypes.float8_e4m3fn),
+                x.view(np.int32)]
 
 
 def _red_ref(x, out, idx):
