@@ -140,14 +140,18 @@ def bump(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
 # %% [markdown]
 # The checker let `shift` through, and it is wrong: every tile writes its neighbour's place,
 # the first 128 elements are never written and the last tile writes past the end. The
-# simulator, which watches raw stores as they run, says so:
+# simulator, which watches raw stores as they run, says so (and `.sync()` raises, so a script
+# cannot miss it; `cutile_lab.simulation.set_on_error("warn")` makes it a warning instead):
 
 # %%
 cl.set_backend("sim")
 run = shift(cl.zeros(1000).partition(128), cl.randn(1000, seed=3))
-run.sync()
-cl.set_backend(None)
-print(run.sim_result.summary())
+try:
+    run.sync()                  # what the simulator finds stops the script here, located
+except cl.CutileLabError as e:
+    print(e)
+finally:
+    cl.set_backend(None)
 
 
 # %% [markdown]
