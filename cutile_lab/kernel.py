@@ -57,11 +57,14 @@ class Kernel:
         return lower(self.definition).text
 
     def compile(self, arch: str = "sm_90", *, layouts: Mapping | None = None,
-                options: Mapping | None = None, use_cache: bool = True, **consts: int):
-        """Compile for ``arch`` with const generics given as keywords (``B=128``)."""
+                options: Mapping | None = None, use_cache: bool = True,
+                cached_only: bool = False, **consts: int):
+        """Compile for ``arch`` with const generics given as keywords (``B=128``);
+        ``cached_only=True``: the cached compile, or None (nothing is compiled)."""
         from cutile_lab.compiling.driver import compile_kernel
         return compile_kernel(self.definition, arch, consts=consts, layouts=layouts,
-                              options=options, globals_=self.globals, use_cache=use_cache)
+                              options=options, globals_=self.globals, use_cache=use_cache,
+                              cached_only=cached_only)
 
     def __call__(self, *args, **kwargs):
         launch_op = _LAUNCH_OP[0]

@@ -46,8 +46,10 @@ def normalize_arch(arch: str | int) -> str:
 
 def compile_kernel(kdef: KernelDef, arch: str = "sm_90", *, consts: Mapping[str, int] | None = None,
                    layouts: Mapping | None = None, options: Mapping | None = None,
-                   globals_: Mapping | None = None, use_cache: bool = True) -> CompiledKernel:
-    """Compile one kernel for ``arch`` with its const generics bound to ``consts``."""
+                   globals_: Mapping | None = None, use_cache: bool = True,
+                   cached_only: bool = False) -> CompiledKernel | None:
+    """Compile one kernel for ``arch`` with its const generics bound to ``consts``.
+    ``cached_only``: the cached compile, or None where there is none (nothing is compiled)."""
     from cutile_lab.checking import check_kernel
     from cutile_lab.compiling.cache import default_cache, make_key
     from cutile_lab.compiling.toolchain import toolchain_or_none
@@ -84,6 +86,8 @@ def compile_kernel(kdef: KernelDef, arch: str = "sm_90", *, consts: Mapping[str,
                                 "cache_lookup": time.perf_counter() - t,
                                 "total": time.perf_counter() - t_start}
             return compiled
+    if cached_only:
+        return None
     if toolchain is None:
         from cutile_lab.compiling.toolchain import find_toolchain
         find_toolchain()   # raises the ToolchainError that says what is missing

@@ -164,11 +164,19 @@ def _compile_all(kernel, configs: list[dict], arch: str, executor, progress: boo
                else f"{', '.join(unbound)} bound at launch")
         return {k: {"ok": True, "error": None, "compile_s": None, "deferred": why}
                 for k in keys}
+    results: dict[tuple, dict] = {}
+    if use_cache:           # what the compile cache holds needs no worker (a sweep run again)
+        for k in keys:
+            hit = _cached(kernel, arch, dict(k), common["options"])
+            if hit is not None:
+                results[k] = hit
+        keys = [k for k in keys if k not in results]
+        if not keys:
+            return results
     own = executor is None
     if own:
         executor = _default_executor(len(keys))
     bar = Progress(len(keys), f"compiling {kernel.name}", progress)
-    results: dict[tuple, dict] = {}
     from cutile_lab.notebook.fanout import spawnable_main
     with spawnable_main():
         try:
@@ -187,6 +195,23 @@ def _compile_all(kernel, configs: list[dict], arch: str, executor, progress: boo
             if own:
                 executor.shutdown(wait=True)
     return results
+
+
+def _cached(kernel, arch: str, consts: dict, options: dict) -> dict | None:
+    """``compile_config``'s row for a compile the cache holds, without a worker; None where
+    the cache has none (or the configuration fails: the worker reports that)."""
+    t0 = time.perf_counter()
+    try:
+        compiled = kernel.compile(arch, options=options, use_cache=True, cached_only=True,
+                                  **consts)
+    except Exception:
+        return None
+    if compiled is None:
+        return None
+    r = compiled.resources
+    return {"ok": True, "error": None, "registers": r.get("registers"),
+            "shared_bytes": r.get("shared_bytes"), "local_bytes": r.get("local_bytes"),
+            "compile_s": time.perf_counter() - t0, "cache": compiled.cache}
 
 
 def _launch(kernel, args):

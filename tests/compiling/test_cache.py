@@ -203,7 +203,11 @@ def _writer(path: str, key: str, barrier, rounds: int) -> None:
         assert hit is None or hit.blobs == BLOBS  # never half an entry
 
 
-def test_two_processes_writing_one_key_both_succeed(tmp_path):
+def test_two_processes_writing_one_key_both_succeed(tmp_path, monkeypatch):
+    import sys
+    main = sys.modules["__main__"]
+    if not hasattr(main, "__spec__"):   # an IPython shell of an earlier test replaced __main__
+        monkeypatch.setattr(main, "__spec__", None, raising=False)
     ctx = multiprocessing.get_context("spawn")
     key = make_key(k="race")
     barrier = ctx.Barrier(2)

@@ -131,3 +131,17 @@ def test_explore_widget(add, sim_session):
     row = ex.run(B=100, N=1)                                   # a compile error: reported
     assert not row["ok"] and "power of two" in row["error"]
     assert "power of two" in ex.status.value
+
+
+def test_a_sweep_run_again_takes_its_compiles_from_the_cache_without_workers(add):
+    from concurrent.futures import ThreadPoolExecutor
+
+    class Refusing(ThreadPoolExecutor):
+        def submit(self, *a, **k):
+            raise AssertionError("every compile is cached: no worker should be asked")
+    with ThreadPoolExecutor(2) as ex:
+        first = sweep(add, None, executor=ex, progress=False, B=[64, 128])
+    with Refusing(1) as ex:
+        again = sweep(add, None, executor=ex, progress=False, B=[64, 128])
+    assert list(again["ok"]) == [True, True]
+    assert list(again["registers"]) == list(first["registers"])
