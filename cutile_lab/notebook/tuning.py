@@ -23,10 +23,12 @@ RESERVED = ("arch", "repeats", "warmup", "use_cache", "record", "check")
 # --- worker side --------------------------------------------------------------------------------
 
 def compile_config(text: str, filename: str, line_offset: int, kernel_name: str, arch: str,
-                   consts: dict, globals_: dict, options: dict, use_cache: bool) -> dict:
+                   consts: dict, globals_: dict, options: dict, use_cache: bool,
+                   cached_only: bool = False) -> dict | None:
     """Compile one configuration from source text (runs in a worker process or thread).
 
-    Returns plain data: ok, error, registers, shared_bytes, local_bytes, compile_s, cache.
+    Returns plain data: ok, error, registers, shared_bytes, local_bytes, compile_s, cache
+    (with ``cached_only``, None where the compile cache holds no compile of it).
     """
     from cutile_lab.runtime.backend import silence_announcement
     silence_announcement()
@@ -37,7 +39,9 @@ def compile_config(text: str, filename: str, line_offset: int, kernel_name: str,
         from cutile_lab.kernel import kernels_from_source
         kernels = kernels_from_source(text, filename, globals_=globals_, line_offset=line_offset)
         compiled = kernels[kernel_name].compile(arch, use_cache=use_cache, options=options,
-                                                **consts)
+                                                cached_only=cached_only, **consts)
+        if compiled is None:            # cached_only, and the cache has none
+            return None
         r = compiled.resources
         out.update(ok=True, registers=r.get("registers"), shared_bytes=r.get("shared_bytes"),
                    local_bytes=r.get("local_bytes"), cache=compiled.cache)
@@ -167,8 +171,8 @@ def _compile_all(kernel, configs: list[dict], arch: str, executor, progress: boo
     results: dict[tuple, dict] = {}
     if use_cache:           # what the compile cache holds needs no worker (a sweep run again)
         for k in keys:
-            hit = _cached(kernel, arch, dict(k), common["options"])
-            if hit is not None:
+            hit = compile_config(consts=dict(k), cached_only=True, **common)
+            if hit is not None and hit["ok"]:
                 results[k] = hit
         keys = [k for k in keys if k not in results]
         if not keys:
@@ -195,23 +199,6 @@ def _compile_all(kernel, configs: list[dict], arch: str, executor, progress: boo
             if own:
                 executor.shutdown(wait=True)
     return results
-
-
-def _cached(kernel, arch: str, consts: dict, options: dict) -> dict | None:
-    """``compile_config``'s row for a compile the cache holds, without a worker; None where
-    the cache has none (or the configuration fails: the worker reports that)."""
-    t0 = time.perf_counter()
-    try:
-        compiled = kernel.compile(arch, options=options, use_cache=True, cached_only=True,
-                                  **consts)
-    except Exception:
-        return None
-    if compiled is None:
-        return None
-    r = compiled.resources
-    return {"ok": True, "error": None, "registers": r.get("registers"),
-            "shared_bytes": r.get("shared_bytes"), "local_bytes": r.get("local_bytes"),
-            "compile_s": time.perf_counter() - t0, "cache": compiled.cache}
 
 
 def _launch(kernel, args):
