@@ -82,10 +82,13 @@ def _announce() -> None:
 
 
 def silence_announcement() -> None:
-    """In a worker process (a sweep's compile or run worker) say nothing about the backend:
-    the user's own process has already said where kernels run."""
+    """In a worker process (a sweep's compile or run worker: a process with a parent) say
+    nothing about the backend: the user's own process has already said where kernels run. In
+    the user's process itself (a thread pool, an in-process cache probe) this does nothing."""
     global _announced
-    _announced = True
+    import multiprocessing
+    if multiprocessing.parent_process() is not None:
+        _announced = True
 
 
 def is_sim() -> bool:
