@@ -102,6 +102,7 @@ def parse_kernels(source: KernelSource, *, only: str | None = None,
                             help="fix the syntax error; kernels are ordinary Python functions"
                             ) from None
     kernels = []
+    aliases = _cutile_aliases(tree)
     for node in tree.body:
         if not isinstance(node, ast.FunctionDef):
             continue
@@ -111,7 +112,7 @@ def parse_kernels(source: KernelSource, *, only: str | None = None,
         if decorator is None and only is None and \
                 not (all_functions and _looks_like_tile_kernel(node)):
             continue
-        kernels.append(_kernel_def(node, decorator, source))
+        kernels.append(_kernel_def(node, decorator, source, aliases))
     if only is not None and not kernels:
         names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
         raise LanguageError(f"no kernel named {only!r} in {source.filename}",
@@ -136,12 +137,24 @@ def _kernel_decorator(node: ast.FunctionDef) -> ast.AST | None:
     return None
 
 
-def _is_cutile_decorator(dec: ast.AST | None) -> bool:
+def _cutile_aliases(tree: ast.Module) -> frozenset[str]:
+    """The names ``cuda.tile`` goes by in this source: ``ct`` and ``cuda_tile`` as the samples
+    write it, and whatever ``import cuda.tile as X`` / ``from cuda import tile as X`` bind."""
+    names = {"ct", "cuda_tile"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.asname for a in node.names if a.name == "cuda.tile" and a.asname}
+        elif isinstance(node, ast.ImportFrom) and node.module == "cuda":
+            names |= {a.asname or a.name for a in node.names if a.name == "tile"}
+    return frozenset(names)
+
+
+def _is_cutile_decorator(dec: ast.AST | None, aliases: frozenset[str]) -> bool:
     if dec is None:
         return False
     target = dec.func if isinstance(dec, ast.Call) else dec
     return (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
-            and target.value.id in ("ct", "cuda_tile"))
+            and target.value.id in aliases)
 
 
 def _looks_like_tile_kernel(node: ast.FunctionDef) -> bool:
@@ -174,11 +187,12 @@ def _decorator_options(dec: ast.AST | None) -> dict:
     return opts
 
 
-def _kernel_def(node: ast.FunctionDef, decorator, source: KernelSource) -> KernelDef:
+def _kernel_def(node: ast.FunctionDef, decorator, source: KernelSource,
+                aliases: frozenset[str] = frozenset({"ct", "cuda_tile"})) -> KernelDef:
     # a function named explicitly without a decorator (``ct.kernel(fn)``) is plain cuTile
     # unless its parameters are the tile language's
     plain = decorator is None and not _looks_like_tile_kernel(node)
-    kind = "cutile" if _is_cutile_decorator(decorator) or plain else "tile"
+    kind = "cutile" if _is_cutile_decorator(decorator, aliases) or plain else "tile"
     kdef = KernelDef(node.name, kind, [], node, source, options=_decorator_options(decorator))
     if kind == "cutile":
         kdef.params = [Param(a.arg, "shared", None, span=source.span(a), annotation=a.annotation)
