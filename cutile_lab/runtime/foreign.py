@@ -33,6 +33,7 @@ import numpy as np
 from cutile_lab.errors import LanguageError, LaunchError, NoDeviceError, Span
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime.callsite import describe
+from cutile_lab.runtime.driver import load_now
 from cutile_lab.runtime.ops import DeviceOp, ExecContext
 from cutile_lab.runtime.ownership import OwnershipError
 from cutile_lab.runtime.partition import Partition
@@ -81,6 +82,7 @@ class CudaKernel:
             c = self.compile(arch)
             module = ObjectCode.from_cubin(c.cubin)
             k = module.get_kernel(c.symbol)
+            load_now(k)                      # a first launch behind held work must not block
             self._loaded[arch] = (k, module)
             return k
         return k[0]
@@ -284,7 +286,7 @@ class CudaLaunchOp(DeviceOp):
             for name, t, mut in borrows:
                 lo, hi = t.range
                 if hi > lo:
-                    flight.entries.append((lo, hi, mut, t, name))
+                    flight.entries.append(ownership.Borrow(lo, hi, mut, t, name))
                 flight.keep.append(t)
             for v in values.values():
                 if type(v) is Partition:
@@ -404,7 +406,7 @@ class TorchOp(DeviceOp):
             for name, t, mut in borrows:
                 lo, hi = t.range
                 if hi > lo:
-                    flight.entries.append((lo, hi, mut, t, name))
+                    flight.entries.append(ownership.Borrow(lo, hi, mut, t, name))
                 flight.keep.append(t)
         return result
 

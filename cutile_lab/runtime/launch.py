@@ -647,6 +647,7 @@ class LaunchOp(DeviceOp):
         from cuda.core import ObjectCode
         module = ObjectCode.from_cubin(compiled.cubin)
         k = module.get_kernel(compiled.symbol)
+        driver.load_now(k)                     # a first launch behind held work must not block
         block = compiled.max_threads_per_block
         if not block:
             block = k.attributes.max_threads_per_block()
