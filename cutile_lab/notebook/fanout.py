@@ -29,6 +29,7 @@ import multiprocessing
 import os
 import socket
 import sys
+import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -140,6 +141,7 @@ def run_configuration(spec: KernelSpec, config: dict, payload: bytes, repeats: i
     import cloudpickle
     from cutile_lab.notebook.tuning import run_config
     from cutile_lab.runtime.backend import silence_announcement
+    started = time.perf_counter()
     silence_announcement()
     make_args, check, baseline = cloudpickle.loads(payload)
     place = where()
@@ -159,6 +161,7 @@ def run_configuration(spec: KernelSpec, config: dict, payload: bytes, repeats: i
             row["context_lost"] = True
             row["error"] += " (the GPU context was lost; the worker was restarted)"
     row.update(place)
+    row["worker_s"] = time.perf_counter() - started     # the worker's own time for this row
     return row
 
 
