@@ -3,8 +3,10 @@
 32 configurations of a safe GEMM (BM x BN x BK x problem size, f16), each checked against
 ``torch.matmul`` on fresh random data and timed with its cuBLAS baseline on the same GPU. The
 compile cache is filled first (compiles run on the CPU workers), and each pool's workers are
-started before its sweep is timed, so the two wall-clock times compare the timing phase alone:
-the one-GPU pool and the N-GPU pool run the very same code. Prints a table and writes
+started before its sweeps are timed, so the two wall-clock times compare the timing phase alone:
+the one-GPU pool and the N-GPU pool run the very same code. Each pool sweeps twice: first on
+fresh workers (each pays its one-time costs), then again (the steady state of a notebook that
+keeps its pool); both are recorded, with every worker's own time per row (``worker_s``). Prints a table and writes
 ``sweep-gpus-<device>.{json,csv}`` with the devices and the date.
 
     python benchmarks/bench_sweep_gpus.py [--out DIR] [--repeats 50]
@@ -90,14 +92,18 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     sweep(kernel, None, progress=False, **CHOICES)            # fills the compile cache
     compile_s = time.perf_counter() - t0
-    runs = {}
+    runs, first = {}, {}
     for gpus in ([0], list(range(n))):
         with GPUPool(gpus) as pool:
             pool.warm()
-            t0 = time.perf_counter()
-            df = sweep(kernel, make_args, progress=False, gpus=pool, check=check,
-                       baseline=baseline, repeats=opts.repeats, record=False, **CHOICES)
-            runs[len(gpus)] = (time.perf_counter() - t0, df)
+            # the first sweep on fresh workers pays each worker's one-time costs (PyTorch's
+            # CUDA start and cuBLAS handle, each binding's module load); the second, on the same
+            # pool -- a notebook that keeps its pool -- is the steady state. Both are recorded.
+            for attempt in range(2):
+                t0 = time.perf_counter()
+                df = sweep(kernel, make_args, progress=False, gpus=pool, check=check,
+                           baseline=baseline, repeats=opts.repeats, record=False, **CHOICES)
+                (first if attempt == 0 else runs)[len(gpus)] = (time.perf_counter() - t0, df)
     (t1, df1), (tn, dfn) = runs[1], runs[n]
     b1, bn = best(df1), best(dfn)
     devices = sorted(set(dfn["device"]))
@@ -111,13 +117,19 @@ def main(argv=None) -> int:
         print(f"{label}: wall {t:.2f} s; each worker's own time per GPU: "
               + ", ".join(f"GPU {g} {v:.2f} s ({(df['gpu'] == g).sum()} rows)"
                           for g, v in per.items()))
-    print(f"1 GPU: {t1:.2f} s   {n} GPUs: {tn:.2f} s   speedup {t1 / tn:.2f}x")
+    f1, fn = first[1][0], first[n][0]
+    print(f"first sweep on fresh workers: 1 GPU {f1:.2f} s   {n} GPUs {fn:.2f} s   "
+          f"speedup {f1 / fn:.2f}x")
+    print(f"the same pools again: 1 GPU: {t1:.2f} s   {n} GPUs: {tn:.2f} s   "
+          f"speedup {t1 / tn:.2f}x")
     print(f"best per size, 1 GPU: {b1}\nbest per size, {n} GPUs: {bn}\nsame: {b1 == bn}")
     slug = devices[0].lower().replace(" ", "-")
     os.makedirs(opts.out, exist_ok=True)
     record = {"benchmark": "sweep-gpus", "date": _dt.datetime.now(_dt.timezone.utc).isoformat(),
               "devices": devices, "gpus": n, "configurations": len(df1),
               "seconds_one_gpu": t1, "seconds_all_gpus": tn, "speedup": t1 / tn,
+              "first_sweep": {"seconds_one_gpu": f1, "seconds_all_gpus": fn,
+                              "speedup": f1 / fn},
               "best_one_gpu": {str(k): v for k, v in b1.items()},
               "best_all_gpus": {str(k): v for k, v in bn.items()}, "same_best": b1 == bn, "worker_seconds": busy,
               "all_ok": bool(df1["ok"].all() and dfn["ok"].all()), "versions": versions()}
