@@ -48,8 +48,6 @@ def run_tile_time(shell, opts, expr: str):
         raise UsageError(f"%tile_time: not an expression: {e.msg}: {expr}") from None
     try:
         value = eval(code, shell.user_global_ns, shell.user_ns)
-    except TileCellError:           # a kernel whose cell failed: its report is above already
-        raise
     except CutileLabError as e:
         _show_lab_error(e, "%tile_time")
     make = resolve_launch(value)
