@@ -420,6 +420,8 @@ class _Counter:
         shape = self.shape(v)
         if shape:
             self.flops += math.prod(shape) * trips
+        elif isinstance(v, TileV) and shape is None:
+            self.approx("an operation on a tile whose shape is unknown (no flops counted)")
 
     def matmul(self, a, b, trips: float) -> None:
         sa, sb = self.shape(a), self.shape(b)
