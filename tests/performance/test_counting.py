@@ -240,3 +240,16 @@ def mm(a, b, c, BM: ConstInt, BN: ConstInt, BK: ConstInt):
     assert w.flops == 2 * M * N * K
     assert w.bytes == count_gemm(M, N, K, 2, 2).bytes
     assert not w.exact      # a plain cuTile kernel says its count is read off ct.load/ct.store
+
+
+def test_an_untyped_tile_makes_the_count_approximate_not_short():
+    src = '''
+def masked(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    t = load_tile_like(x, z)
+    z.store(where(arange(B, dtype=i32) < x.shape[0], t * 2.0, 0.0))
+'''
+    kdef = kernels_from_source(src, "<masked>")["masked"].definition
+    n = 128 * _rand(2, 20)
+    w = count_launch(kdef, {"z": ArgInfo((n,), f32), "x": ArgInfo((n,), f32)}, {"B": 128})
+    assert w.flops >= n                   # t * 2.0 is counted
+    assert not w.exact and any("shape is unknown" in r for r in w.reasons)
