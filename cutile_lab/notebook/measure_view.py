@@ -98,9 +98,9 @@ def _tile_time(opts, make):
     # the first op is used for the first warm-up run
     ops = [first]
 
-    def again():
+    def next_run():
         return ops.pop() if ops else make()
-    timing = time_launch(again, warmup=max(opts.warmup, 1), repeats=max(opts.repeats, 1))
+    timing = time_launch(next_run, warmup=max(opts.warmup, 1), repeats=max(opts.repeats, 1))
     dev = device_name() or ""
     precision = opts.precision or count.precision
     m = Measurement(name=name, kernel=kname, precision=precision, flops=count.flops,

@@ -81,7 +81,7 @@ def launch_info(op) -> LaunchInfo | None:
     return LaunchInfo(kernel, named, consts, tuple(grid) if grid else None)
 
 
-class _Gate:
+class _StreamGate:
     """Holds a stream at a ``cuStreamWaitValue32`` on a host-mapped flag until released, so
     that every timed run is enqueued before the GPU starts any of them: the events then time
     the kernels back to back, not the host's launch overhead between them (the "blocking
@@ -94,7 +94,7 @@ class _Gate:
         import threading
         from cuda.bindings import driver
         from cutile_lab.runtime.memory import stream_handle
-        if _Gate._flag is None:
+        if _StreamGate._flag is None:
             err, host = driver.cuMemHostAlloc(
                 8, driver.CU_MEMHOSTALLOC_DEVICEMAP | driver.CU_MEMHOSTALLOC_PORTABLE)
             if int(err) != 0:
@@ -102,8 +102,8 @@ class _Gate:
             err, dev = driver.cuMemHostGetDevicePointer(host, 0)
             if int(err) != 0:
                 raise RuntimeError(f"cuMemHostGetDevicePointer: {err}")
-            _Gate._flag = (int(host), int(dev))
-        host, dev = _Gate._flag
+            _StreamGate._flag = (int(host), int(dev))
+        host, dev = _StreamGate._flag
         self._value = ctypes.c_uint32.from_address(host)
         self._value.value = 0
         (err,) = driver.cuStreamWaitValue32(
@@ -141,7 +141,7 @@ class GpuTimer:
         self.ctx = ExecContext("gpu", self.stream, self.flight, gpu=self.g)
         from cuda.core import EventOptions
         self._timing_events = EventOptions(timing_enabled=True)
-        self.gate: _Gate | None = None
+        self.gate: _StreamGate | None = None
 
     def enqueue(self, op):
         if is_graph(op):
@@ -153,7 +153,7 @@ class GpuTimer:
 
     def close_gate(self) -> bool:
         try:
-            self.gate = _Gate(self.stream)
+            self.gate = _StreamGate(self.stream)
         except Exception:        # no stream memory operations here: time without the gate
             self.gate = None
         return self.gate is not None
