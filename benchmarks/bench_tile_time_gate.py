@@ -1,7 +1,7 @@
 """Compare %tile_time's gated timing (every run queued before the GPU starts) with ungated
 timing (the host enqueues while the GPU runs) for vector add at several sizes. GPU only."""
 import cutile_lab as cl
-from cutile_lab.notebook.timing import time_launch
+from cutile_lab.performance.timing import time_launch
 
 src = '''def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], y: Tensor[f32, "?"]):
     z.store(load_tile_like(x, z) + load_tile_like(y, z))

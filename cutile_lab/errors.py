@@ -154,6 +154,25 @@ class SimulationProblemError(SimulationError):
         super().__init__(message, **kw)
         self.diagnostics = diagnostics
         self.result = result
+
+
+class TileCellError(Exception):
+    """A notebook cell (``%%tilekernel``, ``%%cuda``, ``%tile_time``...) stopped on an error whose
+    report is shown above it; the cell ends with this one line so that "Run All" stops there.
+
+    Not a ``CutileLabError``: it carries no diagnostic of its own (the report above has them),
+    and the notebook's handler for lab errors would show that report a second time."""
+
+    code = "CL070"
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+    def _render_traceback_(self) -> list[str]:   # IPython shows this instead of a traceback
+        return [f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self.message}"]
+
+
 class LaunchWarning(UserWarning):
     """A launch that runs, but likely not as meant (a ``warning`` launch diagnostic such as
     TL120). Issued with ``warnings.warn_explicit`` at the user's launch line; its text is the

@@ -87,7 +87,7 @@ assert rel < 2e-3
 
 # %%
 from cutile_lab.performance import count_elementwise, count_gemm
-from cutile_lab.notebook.workcount import ArgInfo, count_launch
+from cutile_lab.performance.counting import ArgInfo, count_launch
 
 S = 4096
 by_hand = {"add f32, 2^24 elements": count_elementwise(1 << 24, 4, n_inputs=2),

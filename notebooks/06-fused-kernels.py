@@ -170,7 +170,7 @@ print("PyTorch on the GPU:", HAVE_TORCH)
 if HAVE_TORCH:
     import pandas as pd
     import torch.nn.functional as F
-    from cutile_lab.notebook.timing import time_launch
+    from cutile_lab.performance.timing import time_launch
 
     xt = torch.from_numpy(xn).cuda()
     wt, bt = torch.from_numpy(wn).cuda(), torch.from_numpy(bn).cuda()

@@ -5,8 +5,8 @@ It displays what the other stages produce and must not reimplement any of them.
 
 Modules: ``magics`` (the IPython magics), ``cuda_magic`` (``%%cuda``: CUDA C++ cells), ``report`` (the report bundles, the JupyterLab
 contract), ``highlight`` (Tile IR highlighting), ``diagnostics`` (diagnostics as JSON/text/HTML),
-``timing`` (the line magics' work, the gated CUDA-event timer), ``workcount`` (flops/bytes of
-a launch, from the kernel's syntax tree), ``simkernel`` (kernels of a ``--sim`` cell), ``tuning``
+``measure_view`` (``%tile_time``, ``%tile_device``, ``%tile_roofline``, ``%tile_bandwidth``:
+timing and counting themselves are ``performance``'s), ``simkernel`` (kernels of a ``--sim`` cell), ``tuning``
 (``sweep``, ``explore``). Heavy imports (matplotlib, pandas, ipywidgets) happen on first use.
 """
 

@@ -1,6 +1,8 @@
 """Spreading a sweep's configurations over workers: every GPU of this host, or a Dask cluster.
 
-Owns: the worker-side run of one configuration (``run_configuration``: the kernel rebuilt from
+Owns: the worker-side compile of one configuration (``compile_config``: plain data back, never
+an exception) and the worker-side run of one (``run_config`` in this process;
+``run_configuration`` on a worker: the kernel rebuilt from
 its source text, the launch's arguments made by the user's ``make_args`` *on the worker*, the
 configuration timed on that worker's GPU — or run on the simulator where it has none — and the
 optional baseline timed on the very same GPU), the two kinds of runner that carry those runs
@@ -20,7 +22,7 @@ the death of one worker (a dead worker breaks the whole pool). Callables (``make
 notebook work, as they do with Dask.
 
 Nothing here imports the runtime at module level: a worker decides for itself whether it has a
-GPU.
+GPU. Timing and counting are ``performance.timing``'s.
 """
 from __future__ import annotations
 
@@ -33,7 +35,9 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from cutile_lab.performance import timing
 
 POOL_GPU_ENV = "CUTILE_LAB_POOL_GPU"
 
@@ -77,7 +81,6 @@ def pack(make_args: Callable | None, check: Callable | None, baseline: Callable 
 def where() -> dict:
     """This worker's place: ``gpu`` (the host's index of its GPU, or None on the simulator),
     ``device`` (the GPU's name, or ``simulator``) and ``worker`` (host:pid)."""
-    from cutile_lab.notebook import timing
     found, _ = timing.gpu_status()
     gpu = None
     if found:
@@ -111,10 +114,9 @@ def _context_lost() -> bool:
 def time_baseline(baseline: Callable, config: dict, repeats: int, warmup: int) -> float:
     """Median seconds of ``baseline(**config)()`` on this worker's GPU: PyTorch work timed
     with its own events on its current stream, or a lab op with the lab's timer."""
-    from cutile_lab.notebook import timing
     fn = baseline(**config)
     probe = fn()
-    if timing._is_op(probe):
+    if timing.is_op(probe):
         t = timing.time_launch(fn, warmup=warmup, repeats=repeats, label="baseline")
         return t.median
     import statistics
@@ -133,13 +135,106 @@ def time_baseline(baseline: Callable, config: dict, repeats: int, warmup: int) -
     return statistics.median(a.elapsed_time(b) for a, b in pairs) / 1e3
 
 
+def compile_config(text: str, filename: str, line_offset: int, kernel_name: str, arch: str,
+                   consts: dict, globals_: dict, options: dict, use_cache: bool,
+                   cached_only: bool = False) -> dict | None:
+    """Compile one configuration from source text (runs in a worker process or thread).
+
+    Returns plain data: ok, error, registers, shared_bytes, local_bytes, compile_s, cache
+    (with ``cached_only``, None where the compile cache holds no compile of it).
+    """
+    from cutile_lab.runtime.backend import silence_announcement
+    silence_announcement()
+    t0 = time.perf_counter()
+    out: dict[str, Any] = {"ok": False, "error": None, "registers": None, "shared_bytes": None,
+                           "local_bytes": None, "compile_s": None, "cache": None}
+    try:
+        from cutile_lab.kernel import kernels_from_source
+        kernels = kernels_from_source(text, filename, globals_=globals_, line_offset=line_offset)
+        compiled = kernels[kernel_name].compile(arch, use_cache=use_cache, options=options,
+                                                cached_only=cached_only, **consts)
+        if compiled is None:            # cached_only, and the cache has none
+            return None
+        r = compiled.resources
+        out.update(ok=True, registers=r.get("registers"), shared_bytes=r.get("shared_bytes"),
+                   local_bytes=r.get("local_bytes"), cache=compiled.cache)
+    except Exception as e:   # reported per configuration, never raised out of the sweep
+        msg = getattr(e, "message", None) or str(e) or type(e).__name__
+        span = getattr(e, "span", None)
+        out["error"] = (f"line {span.line}: " if span is not None and span.line else "") + \
+            msg.splitlines()[0]
+    out["compile_s"] = time.perf_counter() - t0
+    return out
+
+
+def launch_of(kernel, args):
+    """``kernel(*args)`` / ``kernel(**args)``, or ``args`` itself when it is already an op."""
+    if timing.is_op(args):
+        return args
+    if isinstance(args, Mapping):
+        return kernel(**args)
+    if isinstance(args, (tuple, list)):
+        return kernel(*args)
+    return kernel(args)
+
+
+def run_config(kernel, make_args: Callable, config: dict, *, gpu: bool, repeats: int,
+               warmup: int, record: bool, check: Callable | None, peaks, device: str) -> dict:
+    """Run one configuration: time it on the GPU (or run it once on the simulator) and check
+    it. Returns the row's run columns."""
+    row: dict[str, Any] = {"median_us": None, "gbps": None, "tflops": None,
+                           "pct_of_roof": None, "checked": None}
+
+    def make():
+        return launch_of(kernel, make_args(**config))
+    first_args = make_args(**config)
+    first = launch_of(kernel, first_args)
+    if gpu:
+        count, _ = timing.work_of(first)
+        ops = [first]
+        t = timing.time_launch(lambda: ops.pop() if ops else make(), warmup=max(warmup, 1),
+                               repeats=repeats)
+        from cutile_lab.performance import MEASUREMENTS, Measurement
+        label = f"{kernel.name} " + ",".join(f"{k}={v}" for k, v in config.items())
+        m = Measurement(label, kernel.name, count.precision, count.flops, count.bytes, t.median,
+                        list(t.samples), device=device, params=dict(config))
+        if record:
+            MEASUREMENTS.add(m)
+        else:
+            row["_measurement"] = m          # recorded by the caller (a sweep's host)
+        r = timing.measurement_row(m, peaks)
+        row.update(median_us=r["median_us"], gbps=r["gbps"], tflops=r["tflops"],
+                   pct_of_roof=r["pct_of_roof"])
+    else:
+        t0 = time.perf_counter()
+        result = first.sync() if timing.is_op(first) else first
+        row["sim_ms"] = (time.perf_counter() - t0) * 1e3
+        if check is not None:
+            row["checked"] = bool(_call_check(check, first_args, result))
+    if gpu and check is not None:
+        args = make_args(**config)
+        result = launch_of(kernel, args).sync()
+        row["checked"] = bool(_call_check(check, args, result))
+    return row
+
+
+def _call_check(check: Callable, args, result) -> bool:
+    """``check(result, args)`` or ``check(result)``: True when the output is right."""
+    import inspect
+    try:
+        n = len(inspect.signature(check).parameters)
+    except (TypeError, ValueError):
+        n = 1
+    out = check(result, args) if n >= 2 else check(result)
+    return True if out is None else bool(out)
+
+
 def run_configuration(spec: KernelSpec, config: dict, payload: bytes, repeats: int,
                       warmup: int) -> dict:
     """Run (and on a GPU, time) one configuration on this worker; returns its row's run
     columns, the worker's place, and ``_measurement`` for the host to record. Never raises for
     the configuration's own faults: they are the row's ``error``."""
     import cloudpickle
-    from cutile_lab.notebook.tuning import run_config
     from cutile_lab.runtime.backend import silence_announcement
     started = time.perf_counter()
     silence_announcement()

@@ -21,22 +21,11 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from cutile_lab.errors import (CompileError, CutileLabError, KernelDiagnosticsError,
-                               ToolchainError)
+                               TileCellError, ToolchainError)
 
 SHOW_CHOICES = ("diagnostics", "tileir", "resources", "sass", "remarks", "timings", "lowered")
 DEFAULT_ARCH = "sm_90"
 DEBUG_ENV = "CUTILE_LAB_DEBUG"
-
-
-class TileCellError(Exception):
-    """A ``%%tilekernel`` cell had errors; its report above says which and where."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
-
-    def _render_traceback_(self) -> list[str]:   # IPython shows this instead of a traceback
-        return [f"\x1b[0;31m{type(self).__name__}\x1b[0m: {self.message}"]
 
 
 class FailedKernel:
@@ -470,7 +459,7 @@ class TileMagics(Magics):
         args = parse_argstring(self.tilekernel, line)
         run_tilekernel(self.shell, args, cell, filenames=self._filenames)
 
-    # --- line magics (implemented in notebook.timing / notebook.device_view) ----------------
+    # --- line magics (implemented in notebook.measure_view) ---------------------------------
 
     @magic_arguments()
     @argument("-n", "--repeats", type=int, default=20, help="timed runs (median reported)")
@@ -498,7 +487,7 @@ class TileMagics(Magics):
         derived from the kernel (tile loads and stores over the argument shapes, mma shapes
         times loop trips) unless given. Without a GPU the launch runs once in the simulator.
         """
-        from cutile_lab.notebook.timing import run_tile_time
+        from cutile_lab.notebook.measure_view import run_tile_time
         opts, expr = split_line_options(line, self.tile_time)
         return run_tile_time(self.shell, opts, expr)
 
@@ -506,7 +495,7 @@ class TileMagics(Magics):
     def tile_device(self, line: str = ""):
         """Show the GPU: name, SMs, clocks, datasheet peaks per precision and measured
         ceilings. Without a GPU, shows the H100's datasheet peaks as an example."""
-        from cutile_lab.notebook.timing import run_tile_device
+        from cutile_lab.notebook.measure_view import run_tile_device
         run_tile_device(self.shell, line)
 
     @line_magic
@@ -514,7 +503,7 @@ class TileMagics(Magics):
         """Draw the roofline of everything measured so far (``%tile_time``, ``sweep``)
         against the device's datasheet peaks and measured ceilings. ``%tile_roofline clear``
         forgets the measurements."""
-        from cutile_lab.notebook.timing import run_tile_roofline
+        from cutile_lab.notebook.measure_view import run_tile_roofline
         return run_tile_roofline(self.shell, line)
 
     @line_magic
@@ -536,7 +525,7 @@ class TileMagics(Magics):
     def tile_bandwidth(self, line: str = ""):
         """Plot achieved bandwidth against bytes moved, one line per kernel, for everything
         measured so far, against the datasheet bandwidth and the measured copy ceiling."""
-        from cutile_lab.notebook.timing import run_tile_bandwidth
+        from cutile_lab.notebook.measure_view import run_tile_bandwidth
         return run_tile_bandwidth(self.shell, line)
 
 

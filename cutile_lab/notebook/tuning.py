@@ -4,8 +4,9 @@
 Owns: enumerating configurations, compiling them in parallel through any
 ``concurrent.futures.Executor`` (workers get the kernel's *source text*, filename and consts —
 never live objects — so a process pool or a Dask client's ``get_executor()`` work the same),
-progress display, and the table. Timing and counting come from ``notebook.timing``; compiling
-from ``Kernel.compile``.
+progress (``tqdm.auto``: a widget in a notebook, a text line elsewhere), and the table. The
+worker-side compile and run of one configuration are ``notebook.fanout``'s; timing and counting
+``performance.timing``'s; compiling ``Kernel.compile``'s.
 """
 from __future__ import annotations
 
@@ -13,45 +14,13 @@ import ast
 import itertools
 import math
 import os
-import sys
 import time
 from typing import Any, Callable, Iterable, Mapping
 
+from cutile_lab.notebook import fanout
+from cutile_lab.performance import timing
+
 RESERVED = ("arch", "repeats", "warmup", "use_cache", "record", "check")
-
-
-# --- worker side --------------------------------------------------------------------------------
-
-def compile_config(text: str, filename: str, line_offset: int, kernel_name: str, arch: str,
-                   consts: dict, globals_: dict, options: dict, use_cache: bool,
-                   cached_only: bool = False) -> dict | None:
-    """Compile one configuration from source text (runs in a worker process or thread).
-
-    Returns plain data: ok, error, registers, shared_bytes, local_bytes, compile_s, cache
-    (with ``cached_only``, None where the compile cache holds no compile of it).
-    """
-    from cutile_lab.runtime.backend import silence_announcement
-    silence_announcement()
-    t0 = time.perf_counter()
-    out: dict[str, Any] = {"ok": False, "error": None, "registers": None, "shared_bytes": None,
-                           "local_bytes": None, "compile_s": None, "cache": None}
-    try:
-        from cutile_lab.kernel import kernels_from_source
-        kernels = kernels_from_source(text, filename, globals_=globals_, line_offset=line_offset)
-        compiled = kernels[kernel_name].compile(arch, use_cache=use_cache, options=options,
-                                                cached_only=cached_only, **consts)
-        if compiled is None:            # cached_only, and the cache has none
-            return None
-        r = compiled.resources
-        out.update(ok=True, registers=r.get("registers"), shared_bytes=r.get("shared_bytes"),
-                   local_bytes=r.get("local_bytes"), cache=compiled.cache)
-    except Exception as e:   # reported per configuration, never raised out of the sweep
-        msg = getattr(e, "message", None) or str(e) or type(e).__name__
-        span = getattr(e, "span", None)
-        out["error"] = (f"line {span.line}: " if span is not None and span.line else "") + \
-            msg.splitlines()[0]
-    out["compile_s"] = time.perf_counter() - t0
-    return out
 
 
 # --- host side ----------------------------------------------------------------------------------
@@ -82,58 +51,13 @@ def configurations(choices: Mapping[str, Iterable]) -> list[dict]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
 
 
-def _in_notebook() -> bool:
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    ip = get_ipython()
-    return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
-
-
-class Progress:
-    """A progress bar: an ipywidgets bar in a notebook, else one rewritten text line."""
-
-    def __init__(self, total: int, label: str, enabled: bool = True, stream=None):
-        self.total = total
-        self.label = label
-        self.n = 0
-        self.enabled = enabled and total > 0
-        self.stream = stream or sys.stderr
-        self.widget = None
-        if self.enabled and _in_notebook():
-            try:
-                import ipywidgets as w
-                from IPython.display import display
-                self.bar = w.IntProgress(min=0, max=total, value=0, description=label)
-                self.text = w.Label(f"0/{total}")
-                self.widget = w.HBox([self.bar, self.text])
-                display(self.widget)
-            except ImportError:
-                self.widget = None
-        self._write()
-
-    def _write(self, final: bool = False) -> None:
-        if not self.enabled:
-            return
-        if self.widget is not None:
-            self.bar.value = self.n
-            self.text.value = f"{self.n}/{self.total}"
-            if final:
-                self.bar.bar_style = "success"
-            return
-        width = 24
-        filled = int(width * self.n / self.total) if self.total else width
-        self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] "
-                          f"{self.n}/{self.total}" + ("\n" if final else ""))
-        self.stream.flush()
-
-    def update(self, k: int = 1) -> None:
-        self.n += k
-        self._write()
-
-    def close(self) -> None:
-        self._write(final=True)
+def progress_bar(total: int, label: str, enabled: bool = True, file=None):
+    """A ``tqdm.auto`` bar over ``total`` steps: an ipywidgets bar in a notebook, one rewritten
+    text line (on ``file``, default stderr) elsewhere; disabled when ``enabled`` is false or
+    there is nothing to do."""
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc=label, disable=not enabled or total <= 0, file=file,
+                leave=True, dynamic_ncols=True)
 
 
 def _default_executor(n_tasks: int):
@@ -171,7 +95,7 @@ def _compile_all(kernel, configs: list[dict], arch: str, executor, progress: boo
     results: dict[tuple, dict] = {}
     if use_cache:           # what the compile cache holds needs no worker (a sweep run again)
         for k in keys:
-            hit = compile_config(consts=dict(k), cached_only=True, **common)
+            hit = fanout.compile_config(consts=dict(k), cached_only=True, **common)
             if hit is not None and hit["ok"]:
                 results[k] = hit
         keys = [k for k in keys if k not in results]
@@ -180,11 +104,10 @@ def _compile_all(kernel, configs: list[dict], arch: str, executor, progress: boo
     own = executor is None
     if own:
         executor = _default_executor(len(keys))
-    bar = Progress(len(keys), f"compiling {kernel.name}", progress)
-    from cutile_lab.notebook.fanout import spawnable_main
-    with spawnable_main():
+    bar = progress_bar(len(keys), f"compiling {kernel.name}", progress)
+    with fanout.spawnable_main():
         try:
-            futures = {executor.submit(compile_config, consts=dict(k), **common): k
+            futures = {executor.submit(fanout.compile_config, consts=dict(k), **common): k
                        for k in keys}
             for fut in as_completed(futures):
                 k = futures[fut]
@@ -199,70 +122,6 @@ def _compile_all(kernel, configs: list[dict], arch: str, executor, progress: boo
             if own:
                 executor.shutdown(wait=True)
     return results
-
-
-def _launch(kernel, args):
-    """``kernel(*args)`` / ``kernel(**args)``, or ``args`` itself when it is already an op."""
-    from cutile_lab.notebook.timing import _is_op
-    if _is_op(args):
-        return args
-    if isinstance(args, Mapping):
-        return kernel(**args)
-    if isinstance(args, (tuple, list)):
-        return kernel(*args)
-    return kernel(args)
-
-
-def run_config(kernel, make_args: Callable, config: dict, *, gpu: bool, repeats: int,
-               warmup: int, record: bool, check: Callable | None, peaks, device: str) -> dict:
-    """Run one configuration: time it on the GPU (or run it once on the simulator) and check
-    it. Returns the row's run columns."""
-    from cutile_lab.notebook import timing
-    row: dict[str, Any] = {"median_us": None, "gbps": None, "tflops": None,
-                           "pct_of_roof": None, "checked": None}
-
-    def make():
-        return _launch(kernel, make_args(**config))
-    first_args = make_args(**config)
-    first = _launch(kernel, first_args)
-    if gpu:
-        count, _ = timing.work_of(first)
-        ops = [first]
-        t = timing.time_launch(lambda: ops.pop() if ops else make(), warmup=max(warmup, 1),
-                               repeats=repeats)
-        from cutile_lab.performance import MEASUREMENTS, Measurement
-        label = f"{kernel.name} " + ",".join(f"{k}={v}" for k, v in config.items())
-        m = Measurement(label, kernel.name, count.precision, count.flops, count.bytes, t.median,
-                        list(t.samples), device=device, params=dict(config))
-        if record:
-            MEASUREMENTS.add(m)
-        else:
-            row["_measurement"] = m          # recorded by the caller (a sweep's host)
-        r = timing.measurement_row(m, peaks)
-        row.update(median_us=r["median_us"], gbps=r["gbps"], tflops=r["tflops"],
-                   pct_of_roof=r["pct_of_roof"])
-    else:
-        t0 = time.perf_counter()
-        result = first.sync() if timing._is_op(first) else first
-        row["sim_ms"] = (time.perf_counter() - t0) * 1e3
-        if check is not None:
-            row["checked"] = bool(_call_check(check, first_args, result))
-    if gpu and check is not None:
-        args = make_args(**config)
-        result = _launch(kernel, args).sync()
-        row["checked"] = bool(_call_check(check, args, result))
-    return row
-
-
-def _call_check(check: Callable, args, result) -> bool:
-    """``check(result, args)`` or ``check(result)``: True when the output is right."""
-    import inspect
-    try:
-        n = len(inspect.signature(check).parameters)
-    except (TypeError, ValueError):
-        n = 1
-    out = check(result, args) if n >= 2 else check(result)
-    return True if out is None else bool(out)
 
 
 def sweep(kernel, make_args: Callable | None = None, executor=None, progress: bool = True, *,
@@ -294,9 +153,7 @@ def sweep(kernel, make_args: Callable | None = None, executor=None, progress: bo
     a lost GPU context) is its row's ``error``; the sweep goes on.
     """
     import pandas as pd
-    from cutile_lab.notebook import fanout, timing
     from cutile_lab.notebook.magics import default_arch
-    from cutile_lab.performance import MEASUREMENTS, lookup_device
     if not choices:
         raise ValueError("give the choices to sweep, e.g. sweep(add, make_args, B=[64, 128])")
     configs = configurations(choices)
@@ -306,26 +163,51 @@ def sweep(kernel, make_args: Callable | None = None, executor=None, progress: bo
     try:
         compiled = _compile_all(kernel, configs, arch, fanout.compile_executor(executor),
                                 progress, use_cache)
-        generics = set(kernel.const_generics)
-        rows = []
-        for config in configs:
-            key = tuple(sorted((k, v) for k, v in config.items() if k in generics))
-            c = compiled[key]
-            row: dict[str, Any] = dict(config)
-            row.update(registers=c.get("registers"), shared_bytes=c.get("shared_bytes"),
-                       compile_s=c.get("compile_s"), median_us=None, gbps=None, tflops=None,
-                       pct_of_roof=None, ok=bool(c.get("ok")), error=c.get("error"))
-            rows.append(row)
+        rows = _compiled_rows(kernel, configs, compiled)
         todo = [i for i, r in enumerate(rows) if r["ok"] and make_args is not None]
-        if runner is None:
-            _run_here(kernel, make_args, configs, rows, todo, progress, repeats, warmup,
-                      record, check, baseline)
-        else:
-            bar = Progress(len(todo), f"running {kernel.name} on {_runner_name(runner)}",
-                           progress)
-            spec = fanout.KernelSpec.of(kernel, _simple_globals(kernel))
-            payload = fanout.pack(make_args, check, baseline)
+        run = _run_here if runner is None else _run_on(runner)
+        run(kernel, make_args, configs, rows, todo, progress=progress, repeats=repeats,
+            warmup=warmup, record=record, check=check, baseline=baseline)
+    finally:
+        if own_runner:
+            runner.shutdown()
+    return _table(pd.DataFrame(rows), list(choices))
 
+
+def _compiled_rows(kernel, configs: list[dict], compiled: dict[tuple, dict]) -> list[dict]:
+    """One row per configuration: its choices and what compiling its const binding gave."""
+    generics = set(kernel.const_generics)
+    rows = []
+    for config in configs:
+        c = compiled[tuple(sorted((k, v) for k, v in config.items() if k in generics))]
+        row: dict[str, Any] = dict(config)
+        row.update(registers=c.get("registers"), shared_bytes=c.get("shared_bytes"),
+                   compile_s=c.get("compile_s"), median_us=None, gbps=None, tflops=None,
+                   pct_of_roof=None, ok=bool(c.get("ok")), error=c.get("error"))
+        rows.append(row)
+    return rows
+
+
+def _table(df, choices: list[str]):
+    """The sweep's columns in their order (the choices first); ``error`` only where one is."""
+    columns = choices + ["registers", "shared_bytes", "compile_s", "median_us", "gbps",
+                         "tflops", "pct_of_roof", "ok"]
+    df = df[columns + [c for c in df.columns if c not in columns]]
+    if "error" in df and df["error"].isna().all():
+        df = df.drop(columns=["error"])
+    return df
+
+
+def _run_on(runner) -> Callable:
+    """Run the configurations on ``runner`` (a ``GPUPool`` or a Dask client): the user's
+    callables travel to the workers, each result is folded in as it arrives."""
+    def run(kernel, make_args, configs, rows, todo, *, progress, repeats, warmup, record,
+            check, baseline) -> None:
+        from cutile_lab.performance import MEASUREMENTS
+        spec = fanout.KernelSpec.of(kernel, _simple_globals(kernel))
+        payload = fanout.pack(make_args, check, baseline)
+        with progress_bar(len(todo), f"running {kernel.name} on {_runner_name(runner)}",
+                          progress) as bar:
             def done(j: int, result: dict) -> None:
                 m = result.pop("_measurement", None)
                 if record and m is not None:
@@ -335,22 +217,10 @@ def sweep(kernel, make_args: Callable | None = None, executor=None, progress: bo
             with fanout.spawnable_main():
                 fanout.run_all(runner, spec, [configs[i] for i in todo], payload, repeats,
                                warmup, done)
-            bar.close()
-    finally:
-        if own_runner:
-            runner.shutdown()
-    columns = list(choices) + ["registers", "shared_bytes", "compile_s", "median_us", "gbps",
-                               "tflops", "pct_of_roof", "ok"]
-    df = pd.DataFrame(rows)
-    extra = [c for c in df.columns if c not in columns]
-    df = df[columns + extra]
-    if "error" in df and df["error"].isna().all():
-        df = df.drop(columns=["error"])
-    return df
+    return run
 
 
 def _runner_name(runner) -> str:
-    from cutile_lab.notebook import fanout
     if isinstance(runner, fanout.GPUPool):
         return f"{len(runner.gpus)} GPU(s)"
     return f"{len(runner.scheduler_info().get('workers', {}))} Dask worker(s)"
@@ -368,35 +238,34 @@ def _finish_row(row: dict, result: dict) -> None:
         row["speedup"] = row["baseline_us"] / row["median_us"]
 
 
-def _run_here(kernel, make_args, configs, rows, todo, progress, repeats, warmup, record,
+def _run_here(kernel, make_args, configs, rows, todo, *, progress, repeats, warmup, record,
               check, baseline) -> None:
     """Run the configurations in this process, one after the other."""
-    from cutile_lab.notebook import fanout, timing
     from cutile_lab.performance import MEASUREMENTS, lookup_device
     found, _ = timing.gpu_status()
     device = timing.device_name() or "" if found else ""
     peaks = lookup_device(device) if device else None
     place = fanout.where() if todo else {}
     place.pop("worker", None)
-    bar = Progress(len(todo), f"{'timing' if found else 'running'} {kernel.name}", progress)
-    for i in todo:
-        result: dict[str, Any] = {}
-        try:
-            result.update(run_config(kernel, make_args, configs[i], gpu=found,
-                                     repeats=repeats, warmup=warmup, record=False,
-                                     check=check, peaks=peaks, device=device))
-            if baseline is not None and found:
-                result["baseline_us"] = fanout.time_baseline(baseline, configs[i], repeats,
-                                                             warmup) * 1e6
-        except Exception as e:
-            result["error"] = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
-        m = result.pop("_measurement", None)
-        if record and m is not None:
-            MEASUREMENTS.add(m)
-        result.update(place)
-        _finish_row(rows[i], result)
-        bar.update()
-    bar.close()
+    with progress_bar(len(todo), f"{'timing' if found else 'running'} {kernel.name}",
+                      progress) as bar:
+        for i in todo:
+            result: dict[str, Any] = {}
+            try:
+                result.update(fanout.run_config(kernel, make_args, configs[i], gpu=found,
+                                                repeats=repeats, warmup=warmup, record=False,
+                                                check=check, peaks=peaks, device=device))
+                if baseline is not None and found:
+                    result["baseline_us"] = fanout.time_baseline(baseline, configs[i],
+                                                                 repeats, warmup) * 1e6
+            except Exception as e:
+                result["error"] = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
+            m = result.pop("_measurement", None)
+            if record and m is not None:
+                MEASUREMENTS.add(m)
+            result.update(place)
+            _finish_row(rows[i], result)
+            bar.update()
 
 
 # --- explore ------------------------------------------------------------------------------------
@@ -409,7 +278,6 @@ class Explorer:
                  arch: str | None = None, repeats: int = 20, warmup: int = 3,
                  check: Callable | None = None, auto: bool = True):
         import ipywidgets as w
-        from cutile_lab.notebook import timing
         from cutile_lab.notebook.magics import default_arch
         from cutile_lab.performance import lookup_device
         self.kernel = kernel
@@ -481,9 +349,10 @@ class Explorer:
                            local_bytes=c.resources.get("local_bytes"), cache=c.cache)
             row["compile_s"] = time.perf_counter() - t0
             self.status.value = "running…"
-            row.update(run_config(self.kernel, self.make_args, config, gpu=self.gpu,
-                                  repeats=self.repeats, warmup=self.warmup, record=True,
-                                  check=self.check, peaks=self.peaks, device=self.device))
+            row.update(fanout.run_config(self.kernel, self.make_args, config, gpu=self.gpu,
+                                         repeats=self.repeats, warmup=self.warmup, record=True,
+                                         check=self.check, peaks=self.peaks,
+                                         device=self.device))
             row["ok"] = row.get("checked") is not False
             if not row["ok"]:
                 row["error"] = "wrong result"

@@ -1,10 +1,12 @@
 """Performance: what a device can do, what a kernel did, and the pictures that compare the two.
 
 Owns: datasheet peaks (``peaks``), measured ceilings cached per device (``ceilings``), flop/byte
-counting rules (``counting``), measurements and timing loops (``measurement``) and roofline /
-bandwidth figures (``roofline``). It never launches work itself: the runtime supplies timed
-callables and device names; the notebook layer displays the figures. ``roofline`` (and so
-matplotlib) is imported only when one of its names is first used.
+counts (``counting``: closed forms, and a launch's work read off the checker's typed kernel),
+measurements and timing loops (``measurement``), timing a launch on the GPU (``timing``: the
+gate, the CUDA-event timer, a launch's work and row) and roofline / bandwidth figures
+(``roofline``). It comes after the launch in the pipeline: it times what the runtime launches
+and never reaches into the notebook layer, which displays what it measures. ``timing`` and
+``roofline`` (and so matplotlib) are imported only when used.
 """
 from cutile_lab.performance.ceilings import (COPY_BW, cache_dir, clear_ceilings, gemm_ceiling_name,
                                              load_ceiling_dates, load_ceilings, save_ceiling)

@@ -126,90 +126,21 @@ def roofline_figure(measurements: Iterable[Measurement], peaks: DevicePeaks | No
     ms = list(measurements)
     ceilings = dict(ceilings or {})
     shown = [m for m in ms if m.flops > 0 and m.bytes > 0 and m.seconds > 0]
-    skipped = len(ms) - len(shown)
     precs = ([p for p in (_canon(x) for x in precisions) if p] if precisions is not None
              else _default_precisions(ms, peaks, ceilings))
-
     bw_ds = peaks.mem_bw if peaks else None
     bw_meas = ceilings.get(COPY_BW)
-    bw_any = bw_ds or bw_meas
-
-    # Compute ceilings, with precisions of equal datasheet peak drawn as one line.
-    groups: list[tuple[list[str], float]] = []
-    if peaks is not None:
-        for p in precs:
-            v = peaks.peak_flops(p)
-            if v is None:
-                continue
-            for names, value in groups:
-                if math.isclose(value, v, rel_tol=1e-6):
-                    names.append(p)
-                    break
-            else:
-                groups.append(([p], v))
+    groups = _ceiling_groups(peaks, precs)
     measured = [(p, ceilings[f"gemm_{p}"]) for p in precs if f"gemm_{p}" in ceilings]
-
-    # Axis ranges, in flop/byte and flop/s.
     peak_values = [v for _, v in groups] + [v for _, v in measured]
-    xs = [m.intensity for m in shown]
-    if bw_any:
-        xs += [v / bw_any for v in peak_values]
-    if bw_ds and bw_meas:
-        xs += [v / bw_meas for v in peak_values]
-    xs = [x for x in xs if 0 < x < math.inf]
-    x_lo = 10 ** math.floor(math.log10(min(xs + [1.0]) / 4))
-    x_hi = 10 ** math.ceil(math.log10(max(xs + [100.0]) * 4))
-    ys = [m.flop_rate for m in shown] + peak_values
-    if bw_any:
-        ys.append(x_lo * bw_any)
-    ys = [y for y in ys if y > 0]
-    y_lo = 10 ** math.floor(math.log10(min(ys or [1e9]) / 2))
-    y_hi = 10 ** math.ceil(math.log10(max(ys or [1e15]) * 2.5))
+    (x_lo, x_hi), (y_lo, y_hi) = _axis_ranges(shown, peak_values, bw_ds, bw_meas)
 
     fig = Figure(figsize=figsize, layout="constrained")
     ax = fig.add_subplot()
     ax.set_xscale("log")
     ax.set_yscale("log")
-    top = max(peak_values) if peak_values else None
-
-    def mem_line(bw: float, style: str, label: str) -> None:
-        x_end = top / bw if top else x_hi
-        ax.plot([x_lo, x_end], [x_lo * bw / _T, x_end * bw / _T], style, color="black",
-                lw=2 if style == "-" else 1.6, label=label, zorder=3)
-
-    if bw_ds:
-        mem_line(bw_ds, "-", f"memory {bw_ds / _T:.3g} TB/s (datasheet)")
-    if bw_meas:
-        pct = f", {100 * bw_meas / bw_ds:.0f}%" if bw_ds else ""
-        mem_line(bw_meas, "--", f"copy {bw_meas / _T:.3g} TB/s (measured{pct})")
-
-    for names, value in groups:
-        color = _COLORS.get(names[0], _OTHER)
-        ridge = value / bw_ds
-        label = _group_label(names)
-        ax.plot([ridge, x_hi], [value / _T] * 2, "-", color=color, lw=2, zorder=3,
-                label=f"{label}: {_fmt_rate(value)} TFLOP/s, ridge {ridge:.3g} flop/B")
-        ax.plot([ridge], [value / _T], "o", color=color, ms=5, zorder=4)
-    for p, value in measured:
-        color = _COLORS.get(p, _OTHER)
-        bw = bw_meas or bw_ds
-        ridge = value / bw if bw else x_lo
-        ds = peaks.peak_flops(p) if peaks else None
-        pct = f", {100 * value / ds:.0f}%" if ds else ""
-        ax.plot([ridge, x_hi], [value / _T] * 2, "--", color=color, lw=1.6, zorder=3,
-                label=f"{p} GEMM: {_fmt_rate(value)} TFLOP/s (measured{pct})")
-
-    # Measurements: one point each, labelled with the name and percent of roof.
-    labels = []
-    for m in shown:
-        p = _canon(m.precision)
-        color = _COLORS.get(p, _OTHER)
-        xy = (m.intensity, m.flop_rate / _T)
-        ax.plot(*xy, "o", ms=8, color=color, markeredgecolor="black", markeredgewidth=0.8,
-                zorder=7)  # above label boxes
-        pct = percent_of_roof(m, peaks)
-        labels.append((xy, m.name + (f"\n{pct:.0f}% of roof" if pct is not None else "")))
-
+    _draw_roofs(ax, (x_lo, x_hi), peak_values, bw_ds, bw_meas, groups, measured, peaks)
+    labels = _draw_points(ax, shown, peaks)
     ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(y_lo / _T, y_hi / _T)
     _log_axes(ax)
@@ -226,9 +157,9 @@ def roofline_figure(measurements: Iterable[Measurement], peaks: DevicePeaks | No
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="upper left", fontsize=8.5, framealpha=0.9)
     notes = []
-    if skipped:
-        notes.append(f"{skipped} measurement(s) without flops not shown (see the bandwidth "
-                     "figure)")
+    if len(ms) > len(shown):
+        notes.append(f"{len(ms) - len(shown)} measurement(s) without flops not shown (see the "
+                     "bandwidth figure)")
     if len(labels) > max_labels:
         notes.append(f"{max_labels} of {len(labels)} points labelled (those closest to the roof)")
         labels = [lab for _, lab in sorted(enumerate(labels), key=lambda il: (
@@ -238,6 +169,91 @@ def roofline_figure(measurements: Iterable[Measurement], peaks: DevicePeaks | No
                 va="bottom", fontsize=8, color="dimgray")
     _place_labels(fig, ax, labels)
     return fig
+
+
+def _ceiling_groups(peaks: DevicePeaks | None, precs: Sequence[str]
+                    ) -> list[tuple[list[str], float]]:
+    """Datasheet compute ceilings, precisions of equal peak drawn as one line."""
+    groups: list[tuple[list[str], float]] = []
+    if peaks is not None:
+        for p in precs:
+            v = peaks.peak_flops(p)
+            if v is None:
+                continue
+            for names, value in groups:
+                if math.isclose(value, v, rel_tol=1e-6):
+                    names.append(p)
+                    break
+            else:
+                groups.append(([p], v))
+    return groups
+
+
+def _axis_ranges(shown: list[Measurement], peak_values: list[float], bw_ds: float | None,
+                 bw_meas: float | None) -> tuple[tuple[float, float], tuple[float, float]]:
+    """((x_lo, x_hi) in flop/byte, (y_lo, y_hi) in flop/s): every point and ridge inside."""
+    bw_any = bw_ds or bw_meas
+    xs = [m.intensity for m in shown]
+    if bw_any:
+        xs += [v / bw_any for v in peak_values]
+    if bw_ds and bw_meas:
+        xs += [v / bw_meas for v in peak_values]
+    xs = [x for x in xs if 0 < x < math.inf]
+    x_lo = 10 ** math.floor(math.log10(min(xs + [1.0]) / 4))
+    x_hi = 10 ** math.ceil(math.log10(max(xs + [100.0]) * 4))
+    ys = [m.flop_rate for m in shown] + peak_values
+    if bw_any:
+        ys.append(x_lo * bw_any)
+    ys = [y for y in ys if y > 0]
+    y_lo = 10 ** math.floor(math.log10(min(ys or [1e9]) / 2))
+    y_hi = 10 ** math.ceil(math.log10(max(ys or [1e15]) * 2.5))
+    return (x_lo, x_hi), (y_lo, y_hi)
+
+
+def _draw_roofs(ax, xrange: tuple[float, float], peak_values: list[float], bw_ds, bw_meas,
+                groups, measured, peaks: DevicePeaks | None) -> None:
+    """The memory roofs (datasheet solid, measured copy dashed) and the compute ceilings."""
+    x_lo, x_hi = xrange
+    top = max(peak_values) if peak_values else None
+
+    def mem_line(bw: float, style: str, label: str) -> None:
+        x_end = top / bw if top else x_hi
+        ax.plot([x_lo, x_end], [x_lo * bw / _T, x_end * bw / _T], style, color="black",
+                lw=2 if style == "-" else 1.6, label=label, zorder=3)
+
+    if bw_ds:
+        mem_line(bw_ds, "-", f"memory {bw_ds / _T:.3g} TB/s (datasheet)")
+    if bw_meas:
+        pct = f", {100 * bw_meas / bw_ds:.0f}%" if bw_ds else ""
+        mem_line(bw_meas, "--", f"copy {bw_meas / _T:.3g} TB/s (measured{pct})")
+    for names, value in groups:
+        color = _COLORS.get(names[0], _OTHER)
+        ridge = value / bw_ds
+        label = _group_label(names)
+        ax.plot([ridge, x_hi], [value / _T] * 2, "-", color=color, lw=2, zorder=3,
+                label=f"{label}: {_fmt_rate(value)} TFLOP/s, ridge {ridge:.3g} flop/B")
+        ax.plot([ridge], [value / _T], "o", color=color, ms=5, zorder=4)
+    for p, value in measured:
+        color = _COLORS.get(p, _OTHER)
+        bw = bw_meas or bw_ds
+        ridge = value / bw if bw else x_lo
+        ds = peaks.peak_flops(p) if peaks else None
+        pct = f", {100 * value / ds:.0f}%" if ds else ""
+        ax.plot([ridge, x_hi], [value / _T] * 2, "--", color=color, lw=1.6, zorder=3,
+                label=f"{p} GEMM: {_fmt_rate(value)} TFLOP/s (measured{pct})")
+
+
+def _draw_points(ax, shown: list[Measurement], peaks: DevicePeaks | None) -> list:
+    """One point per measurement; returns their labels (name and percent of roof)."""
+    labels = []
+    for m in shown:
+        color = _COLORS.get(_canon(m.precision), _OTHER)
+        xy = (m.intensity, m.flop_rate / _T)
+        ax.plot(*xy, "o", ms=8, color=color, markeredgecolor="black", markeredgewidth=0.8,
+                zorder=7)  # above label boxes
+        pct = percent_of_roof(m, peaks)
+        labels.append((xy, m.name + (f"\n{pct:.0f}% of roof" if pct is not None else "")))
+    return labels
 
 
 def _label_offsets() -> list[tuple[int, int]]:

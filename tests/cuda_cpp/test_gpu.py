@@ -173,7 +173,7 @@ def test_a_partition_gives_the_grid_one_block_per_tile(rng, cache_dir):
 
 
 def test_softmax_and_the_timer_take_a_cuda_launch(rng, cache_dir):
-    from cutile_lab.notebook.timing import time_launch, work_of
+    from cutile_lab.performance.timing import time_launch, work_of
     k = cl.cuda_kernel(SOFTMAX, "softmax_rows")
     rows, cols = 256, 4096
     a = rng.standard_normal((rows, cols)).astype(np.float32)

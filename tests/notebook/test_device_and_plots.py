@@ -77,7 +77,7 @@ def test_plot_bad_argument(shell):
 
 
 def test_tile_device(shell):
-    from cutile_lab.notebook.timing import gpu_status
+    from cutile_lab.performance.timing import gpu_status
     cell = shell.run("%tile_device")
     assert cell.ok, cell.error
     [b] = cell.bundles

@@ -168,7 +168,7 @@ def test_explore_keeps_one_row_per_configuration(shell):
 
 
 def test_roofline_caption_is_honest_without_measurements():
-    from cutile_lab.notebook.timing import roofline_of
+    from cutile_lab.notebook.measure_view import roofline_of
     fig, _notes = roofline_of([])
     caption = fig._suptitle.get_text()
     assert "no kernel measured yet" in caption and "measured dashed" not in caption

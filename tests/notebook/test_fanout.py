@@ -31,7 +31,7 @@ def add(shell):
 
 @pytest.fixture
 def sim_only(monkeypatch):
-    from cutile_lab.notebook.timing import gpu_status
+    from cutile_lab.performance.timing import gpu_status
     if gpu_status()[0]:
         pytest.skip("the no-GPU path (the GPU sweep is benchmarks/bench_sweep_gpus.py)")
     # spawned workers inherit the environment: they run the simulator too

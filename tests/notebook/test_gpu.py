@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from cutile_lab.notebook.timing import gpu_status
+from cutile_lab.performance.timing import gpu_status
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not gpu_status()[0], reason="needs an NVIDIA GPU")]

@@ -8,7 +8,7 @@ from IPython.core.error import UsageError
 from cutile_lab.kernel import Kernel
 from cutile_lab.notebook.report import REPORT_MIME
 from cutile_lab.notebook.simkernel import SimKernel
-from cutile_lab.notebook.timing import gpu_status
+from cutile_lab.performance.timing import gpu_status
 
 ADD = '''def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], y: Tensor[f32, "?"]):
     tx = load_tile_like(x, z)

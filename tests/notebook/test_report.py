@@ -1,4 +1,5 @@
-"""The report bundle on its own: JSON contract, HTML fallback, text fallback, Tile IR tokens."""
+"""The report bundle on its own: JSON contract, HTML fallback, text fallback (Tile IR tokens:
+``test_highlight``)."""
 from __future__ import annotations
 
 import json
@@ -7,7 +8,6 @@ import pytest
 
 from cutile_lab.errors import Diagnostic, Label, Span
 from cutile_lab.kernel import kernels_from_source
-from cutile_lab.notebook.highlight import highlight_line, tokenize_line
 from cutile_lab.notebook.report import REPORT_MIME, compile_report_bundle
 
 ADD = '''def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], y: Tensor[f32, "?"]):
@@ -15,39 +15,6 @@ ADD = '''def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], y: Tensor[f32, "
     ty = load_tile_like(y, z)
     z.store(tx + ty)
 '''
-
-
-@pytest.mark.parametrize("line, expected", [
-    ("  %1 = addf %tile, %tile_8  : tile<128xf32>",
-     [("value", "%1"), ("op", "addf"), ("value", "%tile"), ("value", "%tile_8"),
-      ("type", "tile<128xf32>")]),
-    ("  %t, %tok = load_view_tko weak %pv[%b] token = %0 : partition_view<tile=(128), "
-     "tensor_view<?xf32, strides=[1]>>, tile<i32> -> tile<128xf32>, token",
-     [("value", "%t"), ("value", "%tok"), ("op", "load_view_tko"), ("attr", "weak"),
-      ("value", "%pv"), ("value", "%b"), ("attr", "token"), ("value", "%0"),
-      ("type", "partition_view<tile=(128), tensor_view<?xf32, strides=[1]>>"),
-      ("type", "tile<i32>"), ("type", "tile<128xf32>"), ("type", "token")]),
-    ("entry @add(%arg0: tile<ptr<f32>>) {",
-     [("keyword", "entry"), ("symbol", "@add"), ("value", "%arg0"),
-      ("type", "tile<ptr<f32>>")]),
-    ("  %cst = constant <i32: 1> : tile<i32>",
-     [("value", "%cst"), ("op", "constant"), ("type", "i32"), ("number", "1"),
-      ("type", "tile<i32>")]),
-    ("  %a = assume div_by<16>, %arg0 : tile<ptr<f32>>  // aligned",
-     [("value", "%a"), ("op", "assume"), ("attr", "div_by<16>"), ("value", "%arg0"),
-      ("type", "tile<ptr<f32>>"), ("comment", "// aligned")]),
-    ("  return", [("keyword", "return")]),
-])
-def test_tileir_tokens(line, expected):
-    tokens = tokenize_line(line)
-    assert "".join(t for _, t in tokens) == line            # nothing lost or added
-    assert [(k, t) for k, t in tokens if k != "text"] == expected
-
-
-def test_highlight_escapes_and_colours():
-    html = highlight_line('  %x = foo "a<b>" : tile<4xf16>')
-    assert "&lt;b&gt;" in html and "tile&lt;4xf16&gt;" in html
-    assert 'class="cl-ir-op" style="color:' in html and 'class="cl-ir-type"' in html
 
 
 def test_bundle_without_a_compile():

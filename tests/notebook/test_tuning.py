@@ -6,7 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from cutile_lab.notebook import sweep
-from cutile_lab.notebook.tuning import Progress, compile_config, configurations
+from cutile_lab.notebook.fanout import compile_config
+from cutile_lab.notebook.tuning import configurations, progress_bar
 
 ADD = '''def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], y: Tensor[f32, "?"]):
     z.store(load_tile_like(x, z) + load_tile_like(y, z))
@@ -60,11 +61,15 @@ def test_sweep_needs_choices(add):
 def test_progress_text(capsys):
     import io
     buf = io.StringIO()
-    p = Progress(4, "compiling", stream=buf)
-    for _ in range(4):
-        p.update()
-    p.close()
-    assert "4/4" in buf.getvalue() and buf.getvalue().endswith("\n")
+    with progress_bar(4, "compiling", file=buf) as p:     # tqdm.auto: text outside a notebook
+        for _ in range(4):
+            p.update()
+    assert "compiling" in buf.getvalue() and "4/4" in buf.getvalue()
+    assert buf.getvalue().endswith("\n")
+    quiet = io.StringIO()
+    with progress_bar(4, "compiling", enabled=False, file=quiet) as p:
+        p.update(4)
+    assert quiet.getvalue() == ""
 
 
 # --- running configurations: the simulator when there is no GPU ----------------------------
@@ -72,7 +77,7 @@ def test_progress_text(capsys):
 @pytest.fixture
 def sim_session():
     import cutile_lab as cl
-    from cutile_lab.notebook.timing import gpu_status
+    from cutile_lab.performance.timing import gpu_status
     if gpu_status()[0]:
         pytest.skip("checks the no-GPU path (GPU timings are in test_gpu.py)")
     cl.set_backend("sim")
