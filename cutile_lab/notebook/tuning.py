@@ -204,6 +204,7 @@ def _run_on(runner) -> Callable:
     def run(kernel, make_args, configs, rows, todo, *, progress, repeats, warmup, record,
             check, baseline) -> None:
         from cutile_lab.performance import MEASUREMENTS
+        order = _largest_first(todo, configs, set(kernel.const_generics))
         spec = fanout.KernelSpec.of(kernel, _simple_globals(kernel))
         payload = fanout.pack(make_args, check, baseline)
         with progress_bar(len(todo), f"running {kernel.name} on {_runner_name(runner)}",
@@ -212,12 +213,26 @@ def _run_on(runner) -> Callable:
                 m = result.pop("_measurement", None)
                 if record and m is not None:
                     MEASUREMENTS.add(m)
-                _finish_row(rows[todo[j]], result)
+                _finish_row(rows[order[j]], result)
                 bar.update()
             with fanout.spawnable_main():
-                fanout.run_all(runner, spec, [configs[i] for i in todo], payload, repeats,
+                fanout.run_all(runner, spec, [configs[i] for i in order], payload, repeats,
                                warmup, done)
     return run
+
+
+def _largest_first(todo: list[int], configs: list[dict], generics: set) -> list[int]:
+    """The order configurations are handed to workers in: the largest problems first (the
+    product of the numeric choices that are not const generics, e.g. ``size``), so that on
+    several GPUs the last ones to finish are short and no GPU idles behind one long run
+    (longest processing time first). The table keeps the order of ``choices``."""
+    def work(i: int) -> float:
+        p = 1.0
+        for k, v in configs[i].items():
+            if k not in generics and isinstance(v, (int, float)) and not isinstance(v, bool):
+                p *= abs(float(v)) or 1.0
+        return p
+    return sorted(todo, key=lambda i: -work(i))
 
 
 def _runner_name(runner) -> str:

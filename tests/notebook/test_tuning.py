@@ -7,7 +7,7 @@ import pytest
 
 from cutile_lab.notebook import sweep
 from cutile_lab.notebook.fanout import compile_config
-from cutile_lab.notebook.tuning import configurations, progress_bar
+from cutile_lab.notebook.tuning import _largest_first, configurations, progress_bar
 
 ADD = '''def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], y: Tensor[f32, "?"]):
     z.store(load_tile_like(x, z) + load_tile_like(y, z))
@@ -150,3 +150,13 @@ def test_a_sweep_run_again_takes_its_compiles_from_the_cache_without_workers(add
         again = sweep(add, None, executor=ex, progress=False, B=[64, 128])
     assert list(again["ok"]) == [True, True]
     assert list(again["registers"]) == list(first["registers"])
+
+
+def test_workers_get_the_largest_problems_first_and_the_table_keeps_its_order():
+    configs = configurations(dict(B=[256, 64], size=[300, 8192, 1000], dtype=["f16"]))
+    order = _largest_first(list(range(len(configs))), configs, {"B"})
+    sizes = [configs[i]["size"] for i in order]
+    assert sizes == sorted(sizes, reverse=True)           # tile sizes do not count as work
+    assert sorted(order) == list(range(len(configs)))      # every configuration, once
+    # the const generic B is no problem size: equal sizes keep the order of the choices
+    assert [configs[i]["B"] for i in order[:2]] == [256, 64]
