@@ -4,7 +4,7 @@ Owns: ``compile_report_bundle`` (one kernel's check/compile result), ``benchmark
 (one or more timed runs) and ``publish`` (display a bundle). Each bundle holds
 
 * ``application/vnd.cutile-lab.report+json`` -- the contract with the JupyterLab extension
-  (``REPORT_MIME``; ``version`` 1; every line number relative to the cell's text, 1-based;
+  (``REPORT_MIME``; its JSON Schema is ``report.schema.json`` beside this module; ``version`` 1; every line number relative to the cell's text, 1-based;
   times in seconds). Keys beyond the contract's: ``status`` ("compiled", "checked" or
   "error"), ``consts``, ``const_generics``, ``notes`` (short lines), ``summary`` (one line),
   ``lowered`` (the lowered cuTile Python, or null), ``sass_hint`` (why SASS is null, when it
@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import html
 import itertools
+import os
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -33,6 +34,9 @@ from cutile_lab.notebook import diagnostics as _diag
 
 REPORT_MIME = "application/vnd.cutile-lab.report+json"
 VERSION = 1
+SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
+"""The JSON Schema of the ``REPORT_MIME`` bundle (shipped in the package): the contract that
+this module, ``launch_view``, ``compare`` and the extension's ``bundle.ts`` are tested against."""
 SECTIONS = ("diagnostics", "tileir", "resources", "sass", "remarks", "timings", "lowered", "ptx")
 RESOURCE_KEYS = ("registers", "shared_bytes", "local_bytes", "max_threads_per_block",
                  "spill_stores", "spill_loads")
