@@ -153,7 +153,8 @@ def _text(report: Mapping) -> str:
 def run_tile_diff(shell, line: str) -> None:
     """``%tile_diff KERNEL LEFT RIGHT``: compile both sides and publish the diff report."""
     from cutile_lab.errors import CutileLabError
-    from cutile_lab.notebook.magics import TileCellError, default_arch
+    from cutile_lab.notebook.options import default_arch
+    from cutile_lab.notebook.tilecell import TileCellError
     from cutile_lab.notebook.report import publish
     words = line.split()
     if len(words) != 3:

@@ -184,7 +184,7 @@ def diagnostics_of(error: BaseException) -> list[Diagnostic]:
 
 def show_error(shell, error: CutileLabError, tb=None) -> None:
     """Publish ``error`` as a launch report located at the user's line."""
-    from cutile_lab.notebook.magics import _cell_id
+    from cutile_lab.notebook.tilecell import cell_id as _cell_id
     from cutile_lab.notebook.report import publish
     cells = CellNames(shell, running_cell_file(shell, tb))
     # diagnostics carry their own places (a kernel's, a launch's); a plain error is moved to
@@ -220,7 +220,7 @@ def _showwarning(message, category, filename, lineno, file=None, line=None):
     if shell is not None and isinstance(message, LaunchWarning):
         try:
             cells = CellNames(shell, running_cell_file(shell))
-            from cutile_lab.notebook.magics import _cell_id
+            from cutile_lab.notebook.tilecell import cell_id as _cell_id
             from cutile_lab.notebook.report import publish
             publish(launch_report_bundle([message.diagnostic], cells, cell_id=_cell_id(shell)))
             return
