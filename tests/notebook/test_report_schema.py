@@ -61,6 +61,12 @@ def test_the_schema_ships_in_the_package_and_its_examples_validate(validator):
         _valid(validator, example)
 
 
+def test_the_browser_tests_sample_validates(validator):
+    # the bundle the browser tests render (tests/browser/sample_report.json)
+    sample = Path(__file__).resolve().parents[1] / "browser" / "sample_report.json"
+    _valid(validator, json.loads(sample.read_text()))
+
+
 def test_clean_compile(shell, validator):
     b = _b()
     r = _valid(validator, shell.run(f"%%tilekernel --spec B={b}\n" + ADD).report)
