@@ -31,8 +31,9 @@ def run_cuda_cell(shell, args, cell: str, *, filenames: set | None = None) -> li
     from cutile_lab.language.frontend import KernelSource
     from cutile_lab.notebook.diagnostics import error_to_diagnostic
     from cutile_lab.notebook.options import parse_arch
-    from cutile_lab.notebook.tilecell import TileCellError, cell_filename, sass_of
-    from cutile_lab.notebook.tilecell import cell_id as cell_id_of
+    from cutile_lab.notebook.cells import cell_filename
+    from cutile_lab.notebook.cells import cell_id as cell_id_of
+    from cutile_lab.notebook.tilecell import TileCellError, sass_of
     from cutile_lab.notebook.report import compile_report_bundle, publish
     from cutile_lab.runtime.foreign import CudaKernel, _register
 

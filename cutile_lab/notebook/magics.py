@@ -23,7 +23,7 @@ from cutile_lab.notebook.options import (SHOW_CHOICES, default_arch,  # noqa: F4
                                          split_line_options)
 from cutile_lab.notebook.tilecell import (FailedKernel, TileCellError,  # noqa: F401
                                           _unbound_generics, run_tilekernel, sass_of)
-from cutile_lab.notebook.tilecell import cell_id as _cell_id  # noqa: F401
+from cutile_lab.notebook.cells import cell_id as _cell_id  # noqa: F401
 
 
 @magics_class

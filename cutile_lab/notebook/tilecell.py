@@ -15,6 +15,7 @@ import os
 from IPython.core.error import UsageError
 
 from cutile_lab.errors import CutileLabError, KernelDiagnosticsError, ToolchainError
+from cutile_lab.notebook.cells import cell_filename, cell_id
 from cutile_lab.notebook.options import parse_arch, parse_show, parse_spec
 
 DEBUG_ENV = "CUTILE_LAB_DEBUG"
@@ -84,36 +85,6 @@ def _unbound_generics(kernel, consts: dict) -> list[str]:
         if p is None or p.default is None:
             out.append(g)
     return out
-
-
-def running_count(shell) -> int:
-    """The execution count of the cell that is running, as the front end shows it (``[3]``).
-    IPython 9 counts the cell before running it; IPython 8 after."""
-    n = getattr(shell, "execution_count", None) or 0
-    import IPython
-    return max(0, n - 1) if IPython.version_info[0] >= 9 else n
-
-
-def cell_filename(shell, used: set) -> str:
-    n = running_count(shell)
-    name = f"<tilekernel-cell-{n}>"
-    k = 1
-    while name in used:
-        k += 1
-        name = f"<tilekernel-cell-{n}.{k}>"
-    used.add(name)
-    return name
-
-
-def cell_id(shell) -> str | None:
-    """The front end's id of the running cell (JupyterLab and nbclient send it), or None."""
-    kernel = getattr(shell, "kernel", None)
-    try:
-        parent = kernel.get_parent("shell") if kernel is not None else None
-        cell_id = ((parent or {}).get("metadata") or {}).get("cellId")
-        return str(cell_id) if cell_id else None
-    except Exception:
-        return None
 
 
 def _compile_one(out: _Outcome, kernel, args, consts: dict, show: tuple[str, ...]) -> None:
