@@ -18,12 +18,9 @@ import os
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
-# the names other modules and the tests import from here
-from cutile_lab.notebook.options import (SHOW_CHOICES, default_arch,  # noqa: F401
-                                         split_line_options)
-from cutile_lab.notebook.tilecell import (FailedKernel, TileCellError,  # noqa: F401
-                                          _unbound_generics, run_tilekernel, sass_of)
-from cutile_lab.notebook.cells import cell_id as _cell_id  # noqa: F401
+from cutile_lab.notebook.options import SHOW_CHOICES, default_arch, split_line_options
+# FailedKernel: tests/notebooks imports it from here
+from cutile_lab.notebook.tilecell import FailedKernel, run_tilekernel  # noqa: F401
 
 
 @magics_class

@@ -4,14 +4,12 @@ Owns: ``compile_report_bundle`` (one kernel's check/compile result), ``benchmark
 (one or more timed runs) and ``publish`` (display a bundle). Each bundle holds
 
 * ``application/vnd.cutile-lab.report+json`` -- the contract with the JupyterLab extension
-  (``REPORT_MIME``; its JSON Schema is ``report.schema.json`` beside this module; ``version`` 1; every line number relative to the cell's text, 1-based;
-  times in seconds). Keys beyond the contract's: ``status`` ("compiled", "checked" or
-  "error"), ``consts``, ``const_generics``, ``notes`` (short lines), ``summary`` (one line),
-  ``lowered`` (the lowered cuTile Python, or null), ``sass_hint`` (why SASS is null, when it
-  could be had), ``remarks[].name``, ``diagnostics[].notes``, ``ptx`` (a CUDA C++ kernel's
-  PTX; its ``tileir`` is null); a benchmark report also has
-  ``device`` and ``notes``. ``source.first_line`` is the line of the cell (or file) on which
-  ``source.text`` begins: 2 in a ``%%tilekernel`` cell, whose first line is the magic;
+  (``REPORT_MIME``, ``version`` 1), written down as a JSON Schema, ``report.schema.json``
+  beside this module (``SCHEMA_PATH``): every field, which ones each kind requires, one example
+  per kind. Lines are 1-based and relative to ``source.text``, which begins on the cell's line
+  ``source.first_line`` (2 in a ``%%tilekernel`` cell, whose first line is the magic); times
+  are in seconds. A new field goes into the schema and ``extension/src/bundle.ts`` with it
+  (tests/notebook/test_report_schema.py and the extension's schema.spec.ts fail otherwise);
 * ``text/html`` -- a self-contained fallback for the classic notebook, VS Code and nbconvert,
   rendered by ``notebook.report_html`` (the one HTML rendering of every report kind).
 * ``text/plain`` -- rustc-style diagnostics and one summary line, for terminal IPython.

@@ -344,7 +344,7 @@ def _show_lab_error(e: CutileLabError, what: str):
     short line, never a traceback from inside the lab."""
     from IPython import get_ipython
     from cutile_lab.notebook.launch_view import show_error
-    from cutile_lab.notebook.magics import TileCellError
+    from cutile_lab.notebook.tilecell import TileCellError
     show_error(get_ipython(), e, e.__traceback__)
     raise TileCellError(f"{what}: {e.message}") from None
 

@@ -188,7 +188,8 @@ def test_tile_diff(shell, validator):
     "an unknown key", "a 0-based line", "a compile without its source", "an unknown kind",
     "a line map of single numbers", "a diagnostic without a message", "a newer version"])
 def test_the_schema_rejects_what_the_extension_could_not_read(validator, breaks):
-    [example] = [e for e in validator.schema["examples"] if e["kind"] == "compile" and e["status"] == "error"]
+    [example] = [e for e in validator.schema["examples"]
+                 if e["kind"] == "compile" and e["status"] == "error"]
     bad = copy.deepcopy(example)
     if breaks == "an unknown key":
         bad["tileir_text"] = "module {}"
