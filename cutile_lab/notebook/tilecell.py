@@ -11,6 +11,7 @@ error that ends a failed cell so "Run All" stops there. The stages do the work (
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 from IPython.core.error import UsageError
 
@@ -168,7 +169,14 @@ def _run_top_level(shell, cell: str, filename: str, kernel_names: set):
     return None
 
 
-def _parse_cell(shell, cell: str, source, ctx: dict) -> dict:
+class _CellReport(NamedTuple):
+    """What every report of one cell shares."""
+    arch: str
+    show: tuple[str, ...]
+    cell_id: str | None
+
+
+def _parse_cell(shell, cell: str, source, ctx: _CellReport) -> dict:
     """The cell's kernels by name; a cell that does not parse is one error report, and the
     kernels it was defining become unusable."""
     from cutile_lab.kernel import kernels_from_source
@@ -185,11 +193,11 @@ def _parse_cell(shell, cell: str, source, ctx: dict) -> dict:
         _fail(error_to_diagnostic(e), source, ctx)
 
 
-def _fail(diag, source, ctx: dict):
+def _fail(diag, source, ctx: _CellReport):
     """Publish a cell-level error as the cell's one report and end the cell."""
     from cutile_lab.notebook.report import compile_report_bundle, publish
-    publish(compile_report_bundle(None, None, [diag], source, arch=ctx["arch"],
-                                  show=ctx["show"], cell_id=ctx["cell_id"], status="error",
+    publish(compile_report_bundle(None, None, [diag], source, arch=ctx.arch,
+                                  show=ctx.show, cell_id=ctx.cell_id, status="error",
                                   cell_first_line=2))
     raise TileCellError(f"{diag.message} (see the report above)") from None
 
@@ -274,7 +282,8 @@ def _check_and_compile(shell, name: str, kernel, args, spec: dict, show) -> _Out
     return out
 
 
-def _publish_outcomes(shell, outcomes: list[_Outcome], args, source, ctx: dict) -> None:
+def _publish_outcomes(shell, outcomes: list[_Outcome], args, source,
+                      ctx: _CellReport) -> None:
     """One report per kernel (``--kernel``: only that one's); a failed kernel's name is
     marked unusable, and its note says what became of the name."""
     from cutile_lab.notebook.report import compile_report_bundle, publish
@@ -291,8 +300,8 @@ def _publish_outcomes(shell, outcomes: list[_Outcome], args, source, ctx: dict) 
         if args.kernel and out.name != args.kernel:
             continue
         publish(compile_report_bundle(out.compiled, out.kernel, out.diagnostics, source,
-                                      arch=ctx["arch"], show=ctx["show"], notes=out.notes,
-                                      cell_id=ctx["cell_id"], status=out.status,
+                                      arch=ctx.arch, show=ctx.show, notes=out.notes,
+                                      cell_id=ctx.cell_id, status=out.status,
                                       sass=out.sass, sass_hint=out.sass_hint,
                                       cell_first_line=2))
 
@@ -302,7 +311,7 @@ def run_tilekernel(shell, args, cell: str, *, filenames: set | None = None) -> l
     from cutile_lab.language.frontend import KernelSource
     spec = parse_spec(args.spec)
     args.arch = parse_arch(args.arch)
-    ctx = {"arch": args.arch, "show": parse_show(args.show), "cell_id": cell_id(shell)}
+    ctx = _CellReport(args.arch, parse_show(args.show), cell_id(shell))
     source = KernelSource(cell, cell_filename(shell, filenames if filenames is not None
                                               else set()))
     kernels = _parse_cell(shell, cell, source, ctx)
@@ -310,7 +319,7 @@ def run_tilekernel(shell, args, cell: str, *, filenames: set | None = None) -> l
     problem = _after_top_level(shell, cell, source, kernels)
     if problem is not None:
         _fail(problem, source, ctx)
-    outcomes = [_check_and_compile(shell, name, kernel, args, spec, ctx["show"])
+    outcomes = [_check_and_compile(shell, name, kernel, args, spec, ctx.show)
                 for name, kernel in kernels.items()]
     _publish_outcomes(shell, outcomes, args, source, ctx)
     failed = [o for o in outcomes if o.status == "error"]
