@@ -11,7 +11,6 @@ compiles themselves are ``Kernel.compile``'s (cached, SASS included).
 from __future__ import annotations
 
 import difflib
-import html
 import re
 from typing import Any, Mapping, Sequence
 
@@ -84,10 +83,10 @@ def line_diff(left: Sequence[str], right: Sequence[str]) -> dict[str, Any]:
 
 
 def _side_json(side: Mapping, compiled) -> dict[str, Any]:
-    from cutile_lab.notebook.report import _resources_json, _timings_json
+    from cutile_lab.notebook.report import resources_json, timings_json
     return {"label": side["label"], "arch": compiled.arch, "consts": dict(compiled.consts),
-            "options": dict(side["options"]), "resources": _resources_json(compiled.resources),
-            "timings": _timings_json(compiled.timings, compiled.cache),
+            "options": dict(side["options"]), "resources": resources_json(compiled.resources),
+            "timings": timings_json(compiled.timings, compiled.cache),
             "summary": compiled.summary()}
 
 
@@ -109,7 +108,9 @@ def diff_report(name: str, left: Mapping, right: Mapping, a, b) -> dict[str, Any
                          f"+{ir['added']} -{ir['removed']} lines" +
                          (f", SASS +{sass['added']} -{sass['removed']} instructions"
                           if sass else ""))
-    return {REPORT_MIME: report, "text/html": _html(report), "text/plain": _text(report)}
+    from cutile_lab.notebook.report_html import diff_html
+    return {REPORT_MIME: report, "text/html": diff_html(report, _resource_rows(report), _unified),
+            "text/plain": _text(report)}
 
 
 def _unified(d: Mapping, a: str, b: str) -> list[str]:
@@ -149,37 +150,11 @@ def _text(report: Mapping) -> str:
     return "\n".join(lines)
 
 
-def _html(report: Mapping) -> str:
-    esc = html.escape
-    d = report["diff"]
-    a, b = d["left"]["label"], d["right"]["label"]
-    rows = "".join(
-        f"<tr><td>{esc(k)}</td><td>{esc(str(x))}</td>"
-        f"<td{' style=&quot;font-weight:600&quot;' if x != y else ''}>{esc(str(y))}</td></tr>"
-        .replace("&quot;", '"') for k, x, y in _resource_rows(report))
-    mono = "font-family:var(--jp-code-font-family,monospace);font-size:12px"
-
-    def block(title: str, diff: Mapping | None) -> str:
-        if not diff:
-            return ""
-        body = []
-        for line in _unified(diff, a, b):
-            color = "#1a7f37" if line.startswith("+") else "#cf222e" if line.startswith("-") \
-                else "inherit"
-            body.append(f'<div style="color:{color};white-space:pre">{esc(line)}</div>')
-        return (f"<details><summary>{esc(title)} (+{diff['added']} -{diff['removed']})"
-                f'</summary><div style="{mono};max-height:32em;overflow:auto">'
-                f"{''.join(body)}</div></details>")
-    return (f'<div class="cl-report cl-diff" style="font-size:13px"><b>{esc(report["summary"])}'
-            f'</b><table style="border-collapse:collapse"><tr><th></th><th>{esc(a)}</th>'
-            f"<th>{esc(b)}</th></tr>{rows}</table>"
-            + block("Tile IR diff", d["tileir"]) + block("SASS diff", d["sass"]) + "</div>")
-
-
 def run_tile_diff(shell, line: str) -> None:
     """``%tile_diff KERNEL LEFT RIGHT``: compile both sides and publish the diff report."""
     from cutile_lab.errors import CutileLabError
-    from cutile_lab.notebook.magics import TileCellError, default_arch
+    from cutile_lab.notebook.options import default_arch
+    from cutile_lab.errors import TileCellError
     from cutile_lab.notebook.report import publish
     words = line.split()
     if len(words) != 3:

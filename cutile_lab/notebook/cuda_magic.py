@@ -30,18 +30,21 @@ def run_cuda_cell(shell, args, cell: str, *, filenames: set | None = None) -> li
     from cutile_lab.language.cuda_signature import parse_cuda_kernels
     from cutile_lab.language.frontend import KernelSource
     from cutile_lab.notebook.diagnostics import error_to_diagnostic
-    from cutile_lab.notebook.magics import (TileCellError, _cell_filename, _cell_id, sass_of,
-                                            parse_arch)
+    from cutile_lab.notebook.options import parse_arch
+    from cutile_lab.notebook.cells import cell_filename
+    from cutile_lab.notebook.cells import cell_id as cell_id_of
+    from cutile_lab.errors import TileCellError
+    from cutile_lab.notebook.tilecell import sass_of
     from cutile_lab.notebook.report import compile_report_bundle, publish
     from cutile_lab.runtime.foreign import CudaKernel, _register
 
     show = _show(args.show)
     arch = parse_arch(args.arch)
-    filename = _cell_filename(shell, filenames if filenames is not None else set())
+    filename = cell_filename(shell, filenames if filenames is not None else set())
     filename = filename.replace("tilekernel", "cuda")
     _register(cell, filename, 0)
     source = KernelSource(cell, filename)
-    cell_id = _cell_id(shell)
+    cell_id = cell_id_of(shell)
     options = _options(args)
 
     def report(compiled, name, diags, notes, status, sass=None, sass_hint=None):

@@ -1,26 +1,20 @@
 """Diagnostics as the notebook shows them: JSON for the report contract, text and HTML.
 
 Owns: the conversion of ``Diagnostic`` values (and of errors raised on purpose by any stage) to
-the report's JSON shape, and the choice of renderer. Rendering itself belongs to
-``cutile_lab.checking.render``; when that module is not importable this module falls back to a
-plain rustc-like text (and that text, escaped, as HTML), so a report is never lost.
+the report's JSON shape (lines relative to the cell). Text and HTML are the one renderer's
+(``cutile_lab.checking.render``: the rustc-style layout, painted as text or as HTML); this
+module only passes the cell's source lookup to it, so every report -- compile, launch, the
+terminal's -- shows a diagnostic the same way.
 """
 from __future__ import annotations
 
-import html
-from typing import Callable, Iterable, Sequence
+import linecache
+from typing import Callable, Sequence
 
+from cutile_lab.checking import render as _render
 from cutile_lab.errors import CutileLabError, Diagnostic, Label, Span
 
 SourceLookup = Callable[[str, int], str]
-
-
-def _render_module():
-    try:
-        from cutile_lab.checking import render
-    except ImportError:
-        return None
-    return render
 
 
 def error_to_diagnostic(err: BaseException, default_span: Span | None = None) -> Diagnostic:
@@ -69,67 +63,29 @@ def diagnostic_json(d: Diagnostic, line_offset: int = 0, url: str | None = None,
 
 
 def diagnostics_json(diags: Sequence[Diagnostic], line_offset: int = 0) -> list[dict]:
-    urls: list = [None] * len(diags)
-    explanations: list = [None] * len(diags)
-    render = _render_module()
-    if render is not None and hasattr(render, "to_json") and diags:
-        try:
-            theirs = render.to_json(list(diags))
-            items = theirs.get("diagnostics", theirs) if isinstance(theirs, dict) else theirs
-            if isinstance(items, list) and len(items) == len(diags):
-                urls = [it.get("url") if isinstance(it, dict) else None for it in items]
-                explanations = [it.get("explanation") if isinstance(it, dict) else None
-                                for it in items]
-        except Exception:   # the checker's JSON is only a source of URLs and explanations
-            pass
-    return [diagnostic_json(d, line_offset, u, e)
-            for d, u, e in zip(diags, urls, explanations)]
+    """The report's diagnostics: each one's own shape, with the catalog's URL and explanation
+    from the renderer's JSON."""
+    theirs = _render.to_json(list(diags))
+    return [diagnostic_json(d, line_offset, t.get("url"), t.get("explanation"))
+            for d, t in zip(diags, theirs)]
+
+
+def source_lookup(filename: str, text: str, offset: int) -> SourceLookup:
+    """A lookup that reads ``filename``'s lines from ``text`` (which begins after ``offset``
+    lines of that file: a cell, or a kernel cut out of a file), other files from disk."""
+    lines = text.splitlines()
+
+    def lookup(fn: str, line: int) -> str:
+        if fn == filename:
+            i = line - 1 - offset
+            return lines[i] if 0 <= i < len(lines) else ""
+        return linecache.getline(fn, line).rstrip("\n")
+    return lookup
 
 
 def render_text(diags: Sequence[Diagnostic], lookup: SourceLookup) -> str:
-    if not diags:
-        return ""
-    render = _render_module()
-    if render is not None and hasattr(render, "render_text"):
-        try:
-            return render.render_text(list(diags), lookup, color=False).rstrip("\n")
-        except TypeError:
-            return render.render_text(list(diags), lookup).rstrip("\n")
-    return _fallback_text(diags, lookup)
+    return _render.render_text(list(diags), lookup, color=False).rstrip("\n") if diags else ""
 
 
 def render_html(diags: Sequence[Diagnostic], lookup: SourceLookup) -> str:
-    if not diags:
-        return ""
-    render = _render_module()
-    if render is not None and hasattr(render, "render_html"):
-        return render.render_html(list(diags), lookup)
-    return ('<pre class="cl-diagnostics" style="white-space:pre-wrap;margin:4px 0;'
-            'padding:6px 8px;border-left:3px solid #cf222e;background:rgba(207,34,46,0.06)">'
-            + html.escape(_fallback_text(diags, lookup)) + "</pre>")
-
-
-def _fallback_text(diags: Iterable[Diagnostic], lookup: SourceLookup) -> str:
-    """rustc-like text without colours: used only when the checker's renderer is missing."""
-    out = []
-    for d in diags:
-        out.append(f"{d.severity}[{d.code}]: {d.message}")
-        if d.span is not None:
-            out.append(f"  --> {d.span}")
-            text = lookup(d.span.filename, d.span.line) if d.span.line else ""
-            if text:
-                num = str(d.span.line)
-                pad = " " * len(num)
-                end = d.span.end_col if (d.span.end_line in (None, d.span.line)
-                                         and d.span.end_col) else len(text)
-                width = max(1, end - d.span.col)
-                out.append(f"{pad} |")
-                out.append(f"{num} | {text}")
-                out.append(f"{pad} | {' ' * d.span.col}{'^' * width}")
-        for lab in d.labels:
-            out.append(f"  note: {lab.span}: {lab.message}")
-        if d.help:
-            out.append(f"  = help: {d.help}")
-        for n in d.notes:
-            out.append("  = note: " + n.replace("\n", "\n          "))
-    return "\n".join(out)
+    return _render.render_html(list(diags), lookup) if diags else ""

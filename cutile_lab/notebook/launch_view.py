@@ -2,10 +2,8 @@
 or failed simulation, ...) shown as the same rich report as a kernel's diagnostics, located at
 the cell and line the user wrote, with the cell's own line numbering.
 
-Owns: the mapping from the file names Python gives notebook code (IPython's
-``<ipython-input-…>``, ipykernel's temporary ``…/ipykernel_…/….py``, the lab's
-``<tilekernel-cell-N>``) to the cells the user sees (``cell [N]``, lines counted from the
-cell's first line, the ``%%tilekernel`` line included), the launch report bundle, and the two
+Owns: the launch report bundle (every span renamed to the cell the user sees, through
+``notebook.cells``: ``cell [N]``, lines counted from the cell's first line), and the two
 hooks ``%load_ext cutile_lab`` installs: IPython's custom exception handler for
 ``CutileLabError`` and a ``warnings.showwarning`` that shows ``LaunchWarning`` as a panel. It
 formats what the runtime raised; it never launches anything.
@@ -14,7 +12,6 @@ from __future__ import annotations
 
 import linecache
 import os
-import re
 import traceback
 import warnings
 from dataclasses import replace
@@ -22,55 +19,9 @@ from typing import Any, Sequence
 
 from cutile_lab.errors import (CutileLabError, Diagnostic, KernelDiagnosticsError, Label,
                                LaunchWarning, Span)
+from cutile_lab.notebook.cells import CellNames, cell_id, running_cell_file
 
-_TILEKERNEL = re.compile(r"^<tilekernel-cell-(\d+)(?:\.\d+)?>$")
 _LAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-
-
-class CellNames:
-    """Which cell a file name is, and how its lines count in that cell."""
-
-    def __init__(self, shell, running: str | None = None):
-        compiler = getattr(shell, "compile", None)
-        self._cells: dict[str, int] = dict(getattr(compiler, "_filename_map", {}) or {})
-        self.running = running
-
-    def of(self, filename: str) -> tuple[str, int] | None:
-        """``(shown name, line offset)`` for a notebook file, or None for a real file. The
-        running cell (where the panel shows) is "this cell"; others are named by their
-        execution count, as the front end shows it."""
-        m = _TILEKERNEL.match(filename)
-        if m:
-            return f"cell [{m.group(1)}]", 1          # the %%tilekernel line comes first
-        if filename == self.running:
-            return "this cell", 0
-        n = self._cells.get(filename)
-        if n is not None:
-            return f"cell [{n}]", 0
-        return None
-
-
-def running_cell_file(shell, tb=None) -> str | None:
-    """The file of the cell that is running: the outermost notebook frame of ``tb`` (an
-    error's traceback), else of the current stack (a warning)."""
-    cells = CellNames(shell)
-    if tb is not None:
-        for frame in traceback.extract_tb(tb):
-            if frame.name == "<module>" and cells.of(frame.filename) is not None:
-                return frame.filename
-        return None
-    import sys
-    found = None
-    f = sys._getframe(1)
-    while f is not None:
-        if f.f_code.co_name == "<module>" and cells.of(f.f_code.co_filename) is not None:
-            found = f.f_code.co_filename
-        f = f.f_back
-    return found
-
-    def shown(self, filename: str) -> str:
-        hit = self.of(filename)
-        return hit[0] if hit else filename
 
 
 def _user_frame_span(tb, cells: CellNames) -> Span | None:
@@ -184,7 +135,6 @@ def diagnostics_of(error: BaseException) -> list[Diagnostic]:
 
 def show_error(shell, error: CutileLabError, tb=None) -> None:
     """Publish ``error`` as a launch report located at the user's line."""
-    from cutile_lab.notebook.magics import _cell_id
     from cutile_lab.notebook.report import publish
     cells = CellNames(shell, running_cell_file(shell, tb))
     # diagnostics carry their own places (a kernel's, a launch's); a plain error is moved to
@@ -192,7 +142,7 @@ def show_error(shell, error: CutileLabError, tb=None) -> None:
     user = None if isinstance(error, KernelDiagnosticsError) or tb is None \
         else _user_frame_span(tb, cells)
     diags = locate(diagnostics_of(error), user)
-    publish(launch_report_bundle(diags, cells, cell_id=_cell_id(shell)))
+    publish(launch_report_bundle(diags, cells, cell_id=cell_id(shell)))
 
 
 def _custom_exc(shell, etype, value, tb, tb_offset=None):
@@ -220,9 +170,8 @@ def _showwarning(message, category, filename, lineno, file=None, line=None):
     if shell is not None and isinstance(message, LaunchWarning):
         try:
             cells = CellNames(shell, running_cell_file(shell))
-            from cutile_lab.notebook.magics import _cell_id
             from cutile_lab.notebook.report import publish
-            publish(launch_report_bundle([message.diagnostic], cells, cell_id=_cell_id(shell)))
+            publish(launch_report_bundle([message.diagnostic], cells, cell_id=cell_id(shell)))
             return
         except Exception:
             pass

@@ -4,18 +4,14 @@ Owns: ``compile_report_bundle`` (one kernel's check/compile result), ``benchmark
 (one or more timed runs) and ``publish`` (display a bundle). Each bundle holds
 
 * ``application/vnd.cutile-lab.report+json`` -- the contract with the JupyterLab extension
-  (``REPORT_MIME``; ``version`` 1; every line number relative to the cell's text, 1-based;
-  times in seconds). Keys beyond the contract's: ``status`` ("compiled", "checked" or
-  "error"), ``consts``, ``const_generics``, ``notes`` (short lines), ``summary`` (one line),
-  ``lowered`` (the lowered cuTile Python, or null), ``sass_hint`` (why SASS is null, when it
-  could be had), ``remarks[].name``, ``diagnostics[].notes``, ``ptx`` (a CUDA C++ kernel's
-  PTX; its ``tileir`` is null); a benchmark report also has
-  ``device`` and ``notes``. ``source.first_line`` is the line of the cell (or file) on which
-  ``source.text`` begins: 2 in a ``%%tilekernel`` cell, whose first line is the magic;
-* ``text/html`` -- a self-contained fallback for the classic notebook, VS Code and nbconvert:
-  diagnostics first, then Tile IR (highlighted, each line coloured like the source line it came
-  from, hover links the two), resources, compile timings, remarks, SASS and the lowered cuTile
-  Python, each folded in a ``<details>`` so the report stays compact. No JavaScript.
+  (``REPORT_MIME``, ``version`` 1), written down as a JSON Schema, ``report.schema.json``
+  beside this module (``SCHEMA_PATH``): every field, which ones each kind requires, one example
+  per kind. Lines are 1-based and relative to ``source.text``, which begins on the cell's line
+  ``source.first_line`` (2 in a ``%%tilekernel`` cell, whose first line is the magic); times
+  are in seconds. A new field goes into the schema and ``extension/src/bundle.ts`` with it
+  (tests/notebook/test_report_schema.py and the extension's schema.spec.ts fail otherwise);
+* ``text/html`` -- a self-contained fallback for the classic notebook, VS Code and nbconvert,
+  rendered by ``notebook.report_html`` (the one HTML rendering of every report kind).
 * ``text/plain`` -- rustc-style diagnostics and one summary line, for terminal IPython.
 
 It only formats what the compile pipeline and the timer produced; it never compiles or runs.
@@ -23,32 +19,27 @@ It only formats what the compile pipeline and the timer produced; it never compi
 from __future__ import annotations
 
 import base64
-import html
-import itertools
+import os
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
 from cutile_lab.errors import Diagnostic
 from cutile_lab.notebook import diagnostics as _diag
+from cutile_lab.notebook.diagnostics import source_lookup
+from cutile_lab.notebook.report_html import (BENCH_COLUMNS, benchmark_html,
+                                             compile_report_html, fmt_num)
 
 REPORT_MIME = "application/vnd.cutile-lab.report+json"
 VERSION = 1
+SCHEMA_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "report.schema.json")
+"""The JSON Schema of the ``REPORT_MIME`` bundle (shipped in the package): the contract that
+this module, ``launch_view``, ``compare`` and the extension's ``bundle.ts`` are tested against."""
 SECTIONS = ("diagnostics", "tileir", "resources", "sass", "remarks", "timings", "lowered", "ptx")
 RESOURCE_KEYS = ("registers", "shared_bytes", "local_bytes", "max_threads_per_block",
                  "spill_stores", "spill_loads")
 _EXTRA_RESOURCE_KEYS = ("reserved_shared_bytes", "stack_bytes", "max_registers", "code_bytes",
                         "barriers")
 TIMING_KEYS = ("check", "lower", "bytecode", "disasm", "tileiras", "total")
-
-_ids = itertools.count(1)
-
-# Background tints for source lines and the Tile IR lines they produced (Compiler Explorer
-# style); translucent, so they read on light and dark themes alike.
-_PALETTE = ("rgba(255,179,0,0.16)", "rgba(0,150,255,0.14)", "rgba(46,160,67,0.16)",
-            "rgba(207,34,46,0.12)", "rgba(137,87,229,0.15)", "rgba(0,170,170,0.16)",
-            "rgba(219,97,162,0.15)", "rgba(120,120,120,0.16)")
-_MONO = ("font-family:var(--jp-code-font-family,SFMono-Regular,Menlo,Consolas,monospace);"
-         "font-size:12px;line-height:1.45")
 
 
 # --- JSON ---------------------------------------------------------------------------------
@@ -65,7 +56,7 @@ def _source_info(source, kernel) -> tuple[str, str, int]:
     return source.filename, source.text, int(getattr(source, "line_offset", 0))
 
 
-def _resources_json(resources: Mapping | None) -> dict | None:
+def resources_json(resources: Mapping | None) -> dict | None:
     if not resources:
         return None
     out = {k: resources.get(k) for k in RESOURCE_KEYS}
@@ -73,7 +64,7 @@ def _resources_json(resources: Mapping | None) -> dict | None:
     return out
 
 
-def _timings_json(timings: Mapping | None, cache: str | None) -> dict | None:
+def timings_json(timings: Mapping | None, cache: str | None) -> dict | None:
     if timings is None:
         return None
     out: dict[str, Any] = {k: timings.get(k) for k in TIMING_KEYS}
@@ -136,7 +127,7 @@ def compile_report_json(compiled, kernel=None, diagnostics: Sequence[Diagnostic]
                                 "line_map": [[int(ir), int(src) - offset]
                                              for ir, src in compiled.tileir_line_map]}
         if "resources" in shown:
-            report["resources"] = _resources_json(compiled.resources)
+            report["resources"] = resources_json(compiled.resources)
         if "sass" in shown:
             report["sass"] = sass_in_user_lines(sass, kernel, text, offset,
                                                 report["source"]["first_line"])
@@ -145,7 +136,7 @@ def compile_report_json(compiled, kernel=None, diagnostics: Sequence[Diagnostic]
         if "remarks" in shown:
             report["remarks"] = _remarks_json(compiled.remarks, offset)
         if "timings" in shown:
-            report["timings"] = _timings_json(compiled.timings, compiled.cache)
+            report["timings"] = timings_json(compiled.timings, compiled.cache)
         if "lowered" in shown:
             report["lowered"] = compiled.lowered_source.lstrip("\n") or None
     return report
@@ -215,22 +206,10 @@ def summary_line(compiled, name: str | None, diagnostics: Sequence[Diagnostic] =
 
 # --- text -----------------------------------------------------------------------------------
 
-def _lookup_for(filename: str, text: str, offset: int):
-    lines = text.splitlines()
-
-    def lookup(fn: str, line: int) -> str:
-        if fn == filename:
-            i = line - 1 - offset
-            return lines[i] if 0 <= i < len(lines) else ""
-        import linecache
-        return linecache.getline(fn, line).rstrip("\n")
-    return lookup
-
-
 def compile_report_text(report: Mapping, diagnostics: Sequence[Diagnostic],
                         lookup=None) -> str:
     src = report["source"]
-    lookup = lookup or _lookup_for(src["filename"], src["text"], 0)
+    lookup = lookup or source_lookup(src["filename"], src["text"], 0)
     parts = []
     diag_text = _diag.render_text(diagnostics, lookup)
     if diag_text:
@@ -295,159 +274,6 @@ def report_sections_text(report: Mapping, limit: int = TEXT_LINES) -> list[str]:
     return parts
 
 
-# --- HTML -----------------------------------------------------------------------------------
-
-def _esc(x: Any) -> str:
-    return html.escape("" if x is None else str(x), quote=True)
-
-
-def _details(summary: str, body: str, open_: bool = False) -> str:
-    return (f'<details{" open" if open_ else ""} style="margin:3px 0">'
-            f'<summary style="cursor:pointer;user-select:none">{summary}</summary>'
-            f'<div style="margin:4px 0 6px 14px">{body}</div></details>')
-
-
-def _fmt_time(s: Any) -> str:
-    if not isinstance(s, (int, float)):
-        return "—"
-    return f"{s * 1e3:.1f} ms" if s >= 1e-3 else f"{s * 1e6:.0f} µs"
-
-
-def _table(rows: Sequence[tuple[str, str]]) -> str:
-    cells = "".join(f'<tr><td style="padding:1px 12px 1px 0;color:#6a737d">{_esc(k)}</td>'
-                    f'<td style="padding:1px 0;text-align:right;{_MONO}">{v}</td></tr>'
-                    for k, v in rows)
-    return f'<table style="border-collapse:collapse;margin:0">{cells}</table>'
-
-
-def _tileir_html(report: Mapping, rid: str) -> tuple[str, str]:
-    """(the two-pane source <-> Tile IR view, the scoped hover CSS)."""
-    from cutile_lab.notebook.highlight import highlight
-    ir = report["tileir"]
-    src = report["source"]
-    src_lines = src["text"].splitlines()
-    by_ir: dict[int, int] = {}
-    for ir_line, src_line in ir["line_map"]:
-        by_ir.setdefault(ir_line, src_line)
-    used = sorted(set(by_ir.values()))
-    tint = {line: _PALETTE[i % len(_PALETTE)] for i, line in enumerate(used)}
-
-    def row(num: int, body: str, src_line: int | None, title: str = "") -> str:
-        cls = f' class="cl-s{src_line}"' if src_line else ""
-        bg = f"background:{tint[src_line]};" if src_line in tint else ""
-        t = f' title="{_esc(title)}"' if title else ""
-        # A <pre> of one line per row: without its style attributes (a sanitizing viewer)
-        # it still reads as numbered, indented lines.
-        return (f'<span{cls}{t} style="{bg}display:inline-block;min-width:100%;'
-                f'box-sizing:border-box;padding:0 6px"><span style="color:#8b949e;'
-                f'user-select:none">{num:>{nw}} </span>{body or " "}</span>\n')
-
-    nw = len(str(max(len(src_lines), len(ir["text"].splitlines()), 1)))
-    left = "".join(row(i, _esc(line), i if i in tint else None)
-                   for i, line in enumerate(src_lines, start=1))
-    highlighted = highlight(ir["text"])
-    right = []
-    for i, body in enumerate(highlighted, start=1):
-        s = by_ir.get(i)
-        title = ""
-        if s is not None and 0 < s <= len(src_lines):
-            title = f"from line {s}: {src_lines[s - 1].strip()}"
-        right.append(row(i, body, s, title))
-    pane = (f"overflow:auto;max-height:32em;{_MONO};border:1px solid rgba(127,127,127,0.25);"
-            f"border-radius:3px;padding:3px 0")
-    view = (f'<div style="display:grid;grid-template-columns:minmax(0,2fr) minmax(0,3fr);'
-            f'gap:8px;align-items:start">'
-            f'<div style="{pane}"><div style="color:#6a737d;padding:0 6px 2px">source '
-            f'({_esc(src["filename"])})</div><pre style="margin:0;font:inherit">{left}</pre>'
-            f'</div><div style="{pane}"><div style="color:#6a737d;padding:0 6px 2px">Tile IR'
-            f'</div><pre style="margin:0;font:inherit">{"".join(right)}</pre></div></div>')
-    css = "".join(f"#{rid}:has(.cl-s{n}:hover) .cl-s{n}{{outline:1px solid #d29922;"
-                  f"background:rgba(255,200,0,0.38)!important}}" for n in used)
-    return view, css
-
-
-def compile_report_html(report: Mapping, diagnostics: Sequence[Diagnostic],
-                        lookup=None) -> str:
-    rid = f"cl-report-{next(_ids)}"
-    src = report["source"]
-    lookup = lookup or _lookup_for(src["filename"], src["text"], 0)
-    parts: list[str] = []
-    css = ""
-    name = report.get("kernel") or "cell"
-    consts = report.get("consts") or {}
-    status = report.get("status")
-    badge_color = {"compiled": "#1a7f37", "error": "#cf222e"}.get(status, "#6a737d")
-    head = [f'<b style="{_MONO};font-size:13px">{_esc(name)}</b>']
-    if report.get("arch"):
-        head.append(_esc(report["arch"]))
-    if consts:
-        head.append(_esc(", ".join(f"{k}={v}" for k, v in consts.items())))
-    head.append(f'<span style="color:{badge_color};font-weight:600">{_esc(status)}</span>')
-    if report.get("unchecked"):
-        lines = ", ".join(str(u["line"]) for u in report["unchecked"])
-        head.append(f'<span class="cl-unchecked" title="not checked for ownership: line '
-                    f'{_esc(lines)}" style="color:#9a6700;font-weight:600;border:1px solid '
-                    f'#9a6700;border-radius:3px;padding:0 3px">'
-                    f'{_esc(_unchecked_text(len(report["unchecked"])))}</span>')
-    res = report.get("resources")
-    if res:
-        bits = []
-        if res.get("registers") is not None:
-            bits.append(f"{res['registers']} regs")
-        if res.get("shared_bytes") is not None:
-            bits.append(f"{res['shared_bytes']} B smem")
-        if res.get("local_bytes"):
-            bits.append(f'<span style="color:#cf222e">{res["local_bytes"]} B local</span>')
-        head.extend(bits)
-    tim = report.get("timings")
-    if tim:
-        head.append(f"{_fmt_time(tim.get('total'))} (cache {_esc(tim.get('cache'))})")
-    parts.append(f'<div style="margin-bottom:3px">{" · ".join(head)}</div>')
-    diag_html = _diag.render_html(diagnostics, lookup)
-    if diag_html:
-        parts.append(diag_html)
-    for note in report.get("notes") or ():
-        parts.append(f'<div style="color:#6a737d;margin:2px 0">note: {_esc(note)}</div>')
-    if report.get("tileir"):
-        view, css = _tileir_html(report, rid)
-        n = len(report["tileir"]["text"].splitlines())
-        parts.append(_details(f"Tile IR ({n} lines) ↔ source — hover a line to link it", view))
-    if res:
-        rows = [(k.replace("_", " "), _esc(v if v is not None else "—"))
-                for k, v in res.items()]
-        parts.append(_details("Resources", _table(rows)))
-    if tim:
-        rows = [(k, _fmt_time(v)) for k, v in tim.items() if k != "cache" and v is not None]
-        rows.append(("cache", _esc(tim.get("cache"))))
-        parts.append(_details(f"Compile timings — cache {_esc(tim.get('cache'))}",
-                              _table(rows)))
-    remarks = report.get("remarks") or []
-    if remarks:
-        items = "".join(
-            f'<li><span style="{_MONO}">line {_esc(r.get("line") or "?")}</span> '
-            f'<b>{_esc(r.get("kind"))}</b> {_esc(r.get("pass") or "")} '
-            f'{_esc(r.get("name") or "")}: {_esc(r.get("message"))}</li>' for r in remarks)
-        parts.append(_details(f"Compiler remarks ({len(remarks)})",
-                              f'<ul style="margin:0;padding-left:1.2em">{items}</ul>'))
-    pre = (f'style="{_MONO};max-height:32em;overflow:auto;margin:0;white-space:pre;'
-           f'padding:4px 6px;border:1px solid rgba(127,127,127,0.25);border-radius:3px"')
-    if report.get("sass"):
-        n = len(report["sass"].splitlines())
-        parts.append(_details(f"SASS ({n} lines)", f"<pre {pre}>{_esc(report['sass'])}</pre>"))
-    elif report.get("sass_hint"):
-        parts.append(_details("SASS", f'<span style="color:#6a737d">'
-                                      f'{_esc(report["sass_hint"])}</span>'))
-    if report.get("ptx"):
-        n = len(report["ptx"].splitlines())
-        parts.append(_details(f"PTX ({n} lines)", f"<pre {pre}>{_esc(report['ptx'])}</pre>"))
-    if report.get("lowered"):
-        parts.append(_details("Lowered cuTile Python",
-                              f"<pre {pre}>{_esc(report['lowered'].rstrip())}</pre>"))
-    style = f"<style>{css}</style>" if css else ""
-    return (f'<div class="cl-report" id="{rid}" style="font-size:13px;margin:2px 0">'
-            f'{style}{"".join(parts)}</div>')
-
-
 def compile_report_bundle(compiled, kernel=None, diagnostics: Sequence[Diagnostic] = (),
                           source=None, *, arch: str | None = None, show=None,
                           notes: Sequence[str] = (), cell_id: str | None = None,
@@ -468,28 +294,13 @@ def compile_report_bundle(compiled, kernel=None, diagnostics: Sequence[Diagnosti
                                  status=status, sass=sass, sass_hint=sass_hint,
                                  cell_first_line=cell_first_line)
     filename, text, offset = _source_info(source, kernel)
-    lookup = _lookup_for(filename, text, offset)    # diagnostics carry the source's own lines
+    lookup = source_lookup(filename, text, offset)    # diagnostics carry the source's own lines
     return {REPORT_MIME: report,
             "text/html": compile_report_html(report, diagnostics, lookup),
             "text/plain": compile_report_text(report, diagnostics, lookup)}
 
 
 # --- benchmark ------------------------------------------------------------------------------
-
-BENCH_COLUMNS = (("median_us", "median µs"), ("min_us", "min µs"), ("gbps", "GB/s"),
-                 ("tflops", "TFLOP/s"), ("pct_of_roof", "% of roof"),
-                 ("host_ms", "host ms (simulator)"))
-
-
-def _fmt_num(v: Any) -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, float):
-        if v != v:       # NaN
-            return "—"
-        return f"{v:,.1f}" if abs(v) >= 100 else f"{v:.3g}"
-    return str(v)
-
 
 def benchmark_report_bundle(rows: Sequence[Mapping], *, kernel: str | None = None,
                             plot_png: bytes | None = None, notes: Sequence[str] = (),
@@ -504,32 +315,14 @@ def benchmark_report_bundle(rows: Sequence[Mapping], *, kernel: str | None = Non
               "source": None, "diagnostics": [], "tileir": None, "resources": None,
               "sass": None, "remarks": [], "timings": None,
               "benchmark": {"rows": rows, "plot_png": png64}}
-    # text
-    lines = [title or f"{kernel or 'benchmark'}" + (f" on {device}" if device else "")]
+    title = title or f"{kernel or 'benchmark'}" + (f" on {device}" if device else "")
+    lines = [title]
     for r in rows:
-        vals = ", ".join(f"{label} {_fmt_num(r.get(k))}" for k, label in BENCH_COLUMNS
+        vals = ", ".join(f"{label} {fmt_num(r.get(k))}" for k, label in BENCH_COLUMNS
                          if r.get(k) is not None)
         lines.append(f"  {r.get('name', '')}: {vals}")
     lines.extend(f"  note: {n}" for n in notes)
-    # html
-    cols = [("name", "run")] + [c for c in BENCH_COLUMNS if any(r.get(c[0]) is not None
-                                                                 for r in rows)]
-    extra = [k for k in ("flops", "bytes", "backend") if any(k in r for r in rows)]
-    cols += [(k, k) for k in extra]
-    th = "".join(f'<th style="padding:2px 10px;text-align:left">{_esc(label)}</th>'
-                 for _, label in cols)
-    trs = "".join("<tr>" + "".join(
-        f'<td style="padding:1px 10px;{_MONO}">{_esc(_fmt_num(r.get(k)))}</td>'
-        for k, _ in cols) + "</tr>" for r in rows)
-    parts = [f'<div style="margin-bottom:3px"><b>{_esc(lines[0])}</b></div>',
-             f'<table style="border-collapse:collapse">'
-             f'<thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>']
-    parts.extend(f'<div style="color:#6a737d;margin:2px 0">note: {_esc(n)}</div>' for n in notes)
-    if png64:
-        parts.append(f'<img src="data:image/png;base64,{png64}" style="max-width:100%"/>')
-    return {REPORT_MIME: report,
-            "text/html": f'<div class="cl-report cl-benchmark" style="font-size:13px">'
-                         f'{"".join(parts)}</div>',
+    return {REPORT_MIME: report, "text/html": benchmark_html(report, title),
             "text/plain": "\n".join(lines)}
 
 

@@ -153,7 +153,7 @@ def sweep(kernel, make_args: Callable | None = None, executor=None, progress: bo
     a lost GPU context) is its row's ``error``; the sweep goes on.
     """
     import pandas as pd
-    from cutile_lab.notebook.magics import default_arch
+    from cutile_lab.notebook.options import default_arch
     if not choices:
         raise ValueError("give the choices to sweep, e.g. sweep(add, make_args, B=[64, 128])")
     configs = configurations(choices)
@@ -293,7 +293,7 @@ class Explorer:
                  arch: str | None = None, repeats: int = 20, warmup: int = 3,
                  check: Callable | None = None, auto: bool = True):
         import ipywidgets as w
-        from cutile_lab.notebook.magics import default_arch
+        from cutile_lab.notebook.options import default_arch
         from cutile_lab.performance import lookup_device
         self.kernel = kernel
         self.make_args = make_args
@@ -350,7 +350,7 @@ class Explorer:
 
     def run(self, **config) -> dict:
         """Compile and run one configuration; append it to ``history``; refresh the views."""
-        from cutile_lab.notebook.magics import _unbound_generics
+        from cutile_lab.notebook.tilecell import _unbound_generics
         consts = {k: v for k, v in config.items() if k in self.kernel.const_generics}
         row: dict[str, Any] = dict(config)
         self.status.value = "compiling…"

@@ -60,7 +60,7 @@ export interface IRemark {
 }
 
 export interface IBenchmark {
-  rows?: Record<string, string | number | null>[] | null;
+  rows?: Record<string, string | number | boolean | null>[] | null;
   plot_png?: string | null;
 }
 
@@ -74,7 +74,9 @@ export interface IReportBundle {
   /** "compiled", "checked", "error", ... */
   status?: string | null;
   /** Const generics bound for this compile, e.g. `{"B": 128}`. */
-  consts?: Record<string, number | string> | null;
+  consts?: Record<string, number | string | boolean> | null;
+  /** The kernel's const generics, bound or not. */
+  const_generics?: string[] | null;
   /** Short lines shown under the diagnostics. */
   notes?: string[] | null;
   /** One-line summary (the text/plain headline). */
@@ -89,6 +91,8 @@ export interface IReportBundle {
   sass?: string | null;
   /** Why `sass` is null (for instance, how to install a disassembler). */
   sass_hint?: string | null;
+  /** A CUDA C++ kernel's PTX (its `tileir` is null). */
+  ptx?: string | null;
   /** `with unsafe():` blocks the checker did not check (lines relative to `source.text`). */
   unchecked?: ISpan[] | null;
   /** Two compiles side by side (`%tile_diff`; kind "diff"). */
@@ -102,8 +106,8 @@ export interface IReportBundle {
 export interface IDiffSide {
   label: string;
   arch?: string | null;
-  consts?: Record<string, number | string> | null;
-  options?: Record<string, number | string> | null;
+  consts?: Record<string, number | string | boolean> | null;
+  options?: Record<string, number | string | boolean> | null;
   resources?: Record<string, number | string | null> | null;
   timings?: Record<string, number | string | null> | null;
   summary?: string | null;
@@ -116,6 +120,8 @@ export interface ILineDiff {
   rows: DiffRow[];
   added: number;
   removed: number;
+  left_lines?: number | null;
+  right_lines?: number | null;
 }
 
 export interface IDiff {

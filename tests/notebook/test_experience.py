@@ -50,7 +50,7 @@ def test_a_compiled_report_always_has_sass(shell):
 
 def test_sass_hint_says_how_to_get_a_disassembler(monkeypatch):
     from cutile_lab.compiling import toolchain
-    from cutile_lab.notebook.magics import sass_of
+    from cutile_lab.notebook.tilecell import sass_of
 
     class Compiled:
         sass = None

@@ -28,7 +28,7 @@ def measurements():
 
 
 def test_default_arch_is_the_gpus(shell):
-    from cutile_lab.notebook.magics import default_arch
+    from cutile_lab.notebook.options import default_arch
     from cutile_lab.runtime.device import device_info
     assert default_arch() == device_info().arch
     cell = shell.run("%%tilekernel --spec B=1024\n" + ADD)

@@ -74,7 +74,7 @@ def test_notebook_in_a_real_kernel(tmp_path):
 
 
 def test_cell_id_comes_from_the_front_ends_request():
-    from cutile_lab.notebook.magics import _cell_id
+    from cutile_lab.notebook.cells import cell_id as _cell_id
 
     class Kernel:
         def get_parent(self, channel="shell"):

@@ -116,7 +116,8 @@ def test_tile_time_bad_expression(shell):
 
 
 def test_tile_time_keeps_the_expression_verbatim(shell):
-    from cutile_lab.notebook.magics import TileMagics, split_line_options
+    from cutile_lab.notebook.magics import TileMagics
+    from cutile_lab.notebook.options import split_line_options
     magics = TileMagics(shell.ip)
     opts, expr = split_line_options('-n 7 --flops 1e9 f("a  b", x[-1])', magics.tile_time)
     assert opts.repeats == 7 and opts.flops == 1e9
@@ -162,6 +163,6 @@ zp = zt.partition(128)
     assert cell.ok, cell.error
     cell = shell.run("%tile_time add(zt.partition(64), xn, xn)")    # zt was moved into zp
     assert not cell.ok
-    from cutile_lab.notebook.magics import TileCellError
+    from cutile_lab.notebook.tilecell import TileCellError
     assert isinstance(cell.error, TileCellError)
     assert "moved" in cell.text and "Traceback" not in cell.stdout + cell.text

@@ -12,8 +12,8 @@ ADD = '''def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], y: Tensor[f32, "
 
 
 def test_the_cell_error_is_the_labs_with_a_stable_code():
-    from cutile_lab.notebook import magics
-    assert magics.TileCellError is TileCellError and TileCellError.code == "CL070"
+    from cutile_lab.notebook import tilecell
+    assert tilecell.TileCellError is TileCellError and TileCellError.code == "CL070"
     # the report above the cell holds the diagnostics: the handler for lab errors must not
     # show it again
     assert not issubclass(TileCellError, CutileLabError)

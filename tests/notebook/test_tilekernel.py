@@ -7,7 +7,7 @@ import pytest
 from IPython.core.error import UsageError
 
 from cutile_lab.kernel import Kernel
-from cutile_lab.notebook.magics import TileCellError
+from cutile_lab.errors import TileCellError
 from cutile_lab.notebook.report import REPORT_MIME
 
 ADD = '''def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], y: Tensor[f32, "?"]):
@@ -203,7 +203,7 @@ def test_warnings_do_not_stop_a_kernel(shell):
 
 
 def test_bad_redefinition_makes_the_name_unusable_until_it_compiles(shell):
-    from cutile_lab.notebook.magics import FailedKernel
+    from cutile_lab.notebook.tilecell import FailedKernel
     assert shell.run("%%tilekernel\n" + ADD).ok
     first = shell.ns["add"]
     cell = shell.run('%%tilekernel\n'

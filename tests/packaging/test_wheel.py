@@ -89,6 +89,7 @@ def test_the_wheel_carries_extension_catalog_tutorials_license_and_metadata(whee
     ext = data + "jupyter/labextensions/cutile-lab/"
     assert {ext + "package.json", ext + "install.json", ext + "static/style.js"} <= names
     assert "cutile_lab/docs/diagnostics.md" in names
+    assert "cutile_lab/notebook/report.schema.json" in names     # the report bundle's contract
     for nb in (ROOT / "notebooks").glob("[0-9]*.ipynb"):
         assert f"cutile_lab/tutorials/{nb.name}" in names
     assert "cutile_lab/tutorials/puzzles.py" in names
