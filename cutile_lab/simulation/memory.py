@@ -34,7 +34,9 @@ import numpy as np
 
 from cutile_lab.simulation import dtypes as D
 from cutile_lab.simulation.dtypes import FLOAT, INT, PromotionError, SimDType
-from cutile_lab.simulation.tiles import KernelError, Tile, _operand
+from cutile_lab.simulation.tile_shapes import axis_arg
+from cutile_lab.simulation.tile_value import operand
+from cutile_lab.simulation.tiles import KernelError, Tile, check_pow2_shape
 
 # Owner-map values besides tile ids.
 UNWRITTEN = -1
@@ -259,7 +261,7 @@ class RawArrayMemory:
         if not arr.data.flags.c_contiguous:
             raise KernelError(f"{what}: raw memory of a non-contiguous array (`{arr.name}`) is "
                               "not simulated", help="pass a contiguous array")
-        va, vd = _operand(offset)
+        va, vd = operand(offset)
         if vd is not None and vd.category != INT:
             raise KernelError(f"{what}: the offset must be an integer, got {vd}")
         off = np.asarray(va).astype(np.int64)
@@ -519,7 +521,6 @@ class MemoryOps:
             tshape = (shape,)
         for s in tshape:
             if type(s) is not int or s <= 0 or s & (s - 1):
-                from cutile_lab.simulation.tiles import check_pow2_shape
                 check_pow2_shape(tshape)
         scalar = len(tshape) == 0
         if scalar:
@@ -592,7 +593,7 @@ class MemoryOps:
                            memory_order)
 
     def _stored_values(self, tile, arr: SimArray, what: str) -> np.ndarray:
-        va, vd = _operand(tile)
+        va, vd = operand(tile)
         try:
             if not self.launch.types_checked:    # else cuTile's own front end checked it
                 D.check_implicit_cast(vd, va, arr.dtype)
@@ -650,9 +651,8 @@ class MemoryOps:
         if len(tshape) != ndim:
             raise KernelError(f"num_tiles: tile shape {tshape} does not match the rank of "
                               f"`{arr.name}` ({ndim})")
-        from cutile_lab.simulation.tiles import _axis, check_pow2_shape
         check_pow2_shape(tshape)
-        ax = _axis(axis, ndim)
+        ax = axis_arg(axis, ndim)
         perm = _order(order, ndim)
         ext = arr.shape if perm is None else tuple(arr.shape[p] for p in perm)
         n = -(-ext[ax] // tshape[ax])
@@ -681,8 +681,7 @@ class MemoryOps:
                            "tiled_view.store", MemoryOrder.WEAK, steps=tv.traversal_steps)
 
     def tv_num_tiles(self, tv: TiledView, axis) -> Tile:
-        from cutile_lab.simulation.tiles import _axis
-        ax = _axis(axis, tv.array.ndim)
+        ax = axis_arg(axis, tv.array.ndim)
         n, s, st = tv.array.shape[ax], tv.tile_shape[ax], tv.traversal_steps[ax]
         count = 1 if n <= s else -(-(n - s) // st) + 1
         return Tile(np.asarray(count, dtype=np.int32), D.int32)
@@ -697,7 +696,7 @@ class MemoryOps:
                                                          else ""))
         arrays = []
         for i, v in enumerate(items):
-            va, vd = _operand(v)
+            va, vd = operand(v)
             if vd is None:
                 if not isinstance(va, int) or isinstance(va, bool):
                     raise KernelError(f"{what}: index {i} must be an integer")
@@ -717,7 +716,7 @@ class MemoryOps:
             inb &= (a >= 0) & (a < n)
         m = inb
         if mask is not None:
-            ma, md = _operand(mask)
+            ma, md = operand(mask)
             if md is not None and md is not D.bool_:
                 raise KernelError(f"{what}: the mask must be a bool tile, got {md}")
             try:
@@ -747,7 +746,7 @@ class MemoryOps:
         return arrays, m, shape
 
     def _values_for(self, value, shape, arr: SimArray, what, name="value", cast=True):
-        va, vd = _operand(value)
+        va, vd = operand(value)
         if cast:
             try:
                 if not self.launch.types_checked:    # else cuTile's own front end checked it
@@ -815,7 +814,7 @@ class MemoryOps:
                               f"(supported: {allowed})")
         idx, m, shape = self._pointer_indices(arr, indices, mask, check_bounds, what)
         if op in ("and", "or", "xor"):
-            ua, ud = _operand(update)
+            ua, ud = operand(update)
             if ud is not None and ud is not dt:
                 raise KernelError(f"{what} needs an update of exactly {dt}, got {ud}")
         upd = self._values_for(update, shape, arr, what, "update")
