@@ -126,15 +126,45 @@ def roofline_figure(measurements: Iterable[Measurement], peaks: DevicePeaks | No
     ms = list(measurements)
     ceilings = dict(ceilings or {})
     shown = [m for m in ms if m.flops > 0 and m.bytes > 0 and m.seconds > 0]
-    skipped = len(ms) - len(shown)
     precs = ([p for p in (_canon(x) for x in precisions) if p] if precisions is not None
              else _default_precisions(ms, peaks, ceilings))
-
     bw_ds = peaks.mem_bw if peaks else None
     bw_meas = ceilings.get(COPY_BW)
-    bw_any = bw_ds or bw_meas
+    groups = _ceiling_groups(precs, peaks)
+    measured = [(p, ceilings[f"gemm_{p}"]) for p in precs if f"gemm_{p}" in ceilings]
+    peak_values = [v for _, v in groups] + [v for _, v in measured]
+    x_lo, x_hi, y_lo, y_hi = _axis_ranges(shown, peak_values, bw_ds, bw_meas)
 
-    # Compute ceilings, with precisions of equal datasheet peak drawn as one line.
+    fig = Figure(figsize=figsize, layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _draw_roofs(ax, groups, measured, peaks, bw_ds, bw_meas, x_lo, x_hi,
+                max(peak_values) if peak_values else None)
+    labels = _draw_points(ax, shown, peaks)
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo / _T, y_hi / _T)
+    _log_axes(ax)
+    ax.set_xlabel("Arithmetic intensity (flop/byte)")
+    ax.set_ylabel("Performance (TFLOP/s)")
+    device = peaks.name if peaks else (ms[0].device if ms and ms[0].device else "unknown device")
+    ax.set_title(title or f"Roofline — {device}", fontsize=13, loc="left")
+    caption = ["dense datasheet peaks (solid)" if peaks else "no datasheet peaks for this device"]
+    if bw_meas or measured:
+        caption.append("measured ceilings dashed")
+    caption.append(f"{len(ms)} measured kernel{'s' * (len(ms) != 1)}" if ms else
+                   "no kernel measured yet (%tile_time)")
+    fig.suptitle("; ".join(caption), fontsize=9, color="dimgray", x=0.99, ha="right")
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", fontsize=8.5, framealpha=0.9)
+    labels = _footnotes(ax, len(ms) - len(shown), labels, shown, peaks, max_labels)
+    _place_labels(fig, ax, labels)
+    return fig
+
+
+def _ceiling_groups(precs: Sequence[str], peaks: DevicePeaks | None
+                    ) -> list[tuple[list[str], float]]:
+    """The datasheet compute ceilings, with precisions of equal peak drawn as one line."""
     groups: list[tuple[list[str], float]] = []
     if peaks is not None:
         for p in precs:
@@ -147,10 +177,13 @@ def roofline_figure(measurements: Iterable[Measurement], peaks: DevicePeaks | No
                     break
             else:
                 groups.append(([p], v))
-    measured = [(p, ceilings[f"gemm_{p}"]) for p in precs if f"gemm_{p}" in ceilings]
+    return groups
 
-    # Axis ranges, in flop/byte and flop/s.
-    peak_values = [v for _, v in groups] + [v for _, v in measured]
+
+def _axis_ranges(shown: Sequence[Measurement], peak_values: list[float], bw_ds, bw_meas
+                 ) -> tuple[float, float, float, float]:
+    """(x_lo, x_hi, y_lo, y_hi) in flop/byte and flop/s, decades around the points and roofs."""
+    bw_any = bw_ds or bw_meas
     xs = [m.intensity for m in shown]
     if bw_any:
         xs += [v / bw_any for v in peak_values]
@@ -165,13 +198,13 @@ def roofline_figure(measurements: Iterable[Measurement], peaks: DevicePeaks | No
     ys = [y for y in ys if y > 0]
     y_lo = 10 ** math.floor(math.log10(min(ys or [1e9]) / 2))
     y_hi = 10 ** math.ceil(math.log10(max(ys or [1e15]) * 2.5))
+    return x_lo, x_hi, y_lo, y_hi
 
-    fig = Figure(figsize=figsize, layout="constrained")
-    ax = fig.add_subplot()
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    top = max(peak_values) if peak_values else None
 
+def _draw_roofs(ax, groups, measured, peaks: DevicePeaks | None, bw_ds, bw_meas,
+                x_lo: float, x_hi: float, top: float | None) -> None:
+    """The memory roofs (datasheet solid, measured copy dashed) and the compute ceilings
+    (datasheet solid with their ridge point, measured GEMM dashed)."""
     def mem_line(bw: float, style: str, label: str) -> None:
         x_end = top / bw if top else x_hi
         ax.plot([x_lo, x_end], [x_lo * bw / _T, x_end * bw / _T], style, color="black",
@@ -199,7 +232,10 @@ def roofline_figure(measurements: Iterable[Measurement], peaks: DevicePeaks | No
         ax.plot([ridge, x_hi], [value / _T] * 2, "--", color=color, lw=1.6, zorder=3,
                 label=f"{p} GEMM: {_fmt_rate(value)} TFLOP/s (measured{pct})")
 
-    # Measurements: one point each, labelled with the name and percent of roof.
+
+def _draw_points(ax, shown: Sequence[Measurement], peaks: DevicePeaks | None
+                 ) -> list[tuple[tuple[float, float], str]]:
+    """One point per measurement; returns their labels (name and percent of roof)."""
     labels = []
     for m in shown:
         p = _canon(m.precision)
@@ -209,22 +245,13 @@ def roofline_figure(measurements: Iterable[Measurement], peaks: DevicePeaks | No
                 zorder=7)  # above label boxes
         pct = percent_of_roof(m, peaks)
         labels.append((xy, m.name + (f"\n{pct:.0f}% of roof" if pct is not None else "")))
+    return labels
 
-    ax.set_xlim(x_lo, x_hi)
-    ax.set_ylim(y_lo / _T, y_hi / _T)
-    _log_axes(ax)
-    ax.set_xlabel("Arithmetic intensity (flop/byte)")
-    ax.set_ylabel("Performance (TFLOP/s)")
-    device = peaks.name if peaks else (ms[0].device if ms and ms[0].device else "unknown device")
-    ax.set_title(title or f"Roofline — {device}", fontsize=13, loc="left")
-    caption = ["dense datasheet peaks (solid)" if peaks else "no datasheet peaks for this device"]
-    if bw_meas or measured:
-        caption.append("measured ceilings dashed")
-    caption.append(f"{len(ms)} measured kernel{'s' * (len(ms) != 1)}" if ms else
-                   "no kernel measured yet (%tile_time)")
-    fig.suptitle("; ".join(caption), fontsize=9, color="dimgray", x=0.99, ha="right")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", fontsize=8.5, framealpha=0.9)
+
+def _footnotes(ax, skipped: int, labels: list, shown: Sequence[Measurement],
+               peaks: DevicePeaks | None, max_labels: int) -> list:
+    """A footnote for measurements not drawn and labels left out; the labels to place (at most
+    ``max_labels``, those closest to their roof)."""
     notes = []
     if skipped:
         notes.append(f"{skipped} measurement(s) without flops not shown (see the bandwidth "
@@ -236,8 +263,7 @@ def roofline_figure(measurements: Iterable[Measurement], peaks: DevicePeaks | No
     if notes:
         ax.text(0.99, 0.01, "\n".join(notes), transform=ax.transAxes, ha="right",
                 va="bottom", fontsize=8, color="dimgray")
-    _place_labels(fig, ax, labels)
-    return fig
+    return labels
 
 
 def _label_offsets() -> list[tuple[int, int]]:
