@@ -66,7 +66,7 @@ def weights_for(config, seed: int):
         import torch  # noqa: F401
         return torch_weights(config, seed), "torch"
     except ImportError:
-        from cutile_lab.models.qwen3 import random_weights
+        from cutile_lab.models.qwen3_config import random_weights
         import ml_dtypes
         return random_weights(config, seed=seed, dtype=ml_dtypes.bfloat16), "numpy"
 
@@ -408,7 +408,7 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
     stream = cl.stream()
     if args.sim:
-        from cutile_lab.models.qwen3 import random_weights
+        from cutile_lab.models.qwen3_config import random_weights
         weights, made_by = random_weights(config, seed=args.seed), "numpy"
     else:
         weights, made_by = weights_for(config, args.seed)
