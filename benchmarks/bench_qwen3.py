@@ -241,7 +241,7 @@ def compile_child(args) -> int:
     over their count. Prints one JSON line."""
     import torch
     from transformers.generation.streamers import BaseStreamer
-    from cutile_lab.models.qwen3 import Qwen3Config
+    from cutile_lab.models.qwen3_config import Qwen3Config
     from cutile_lab.models.reference import transformers_model
     config = Qwen3Config.named(args.model)
     hf = transformers_model(config, torch_weights(config, args.seed), dtype="bfloat16")
@@ -378,7 +378,8 @@ def main(argv=None) -> int:
     if args.compile_child:
         return compile_child(args)
     import cutile_lab as cl
-    from cutile_lab.models.qwen3 import Qwen3, Qwen3Config
+    from cutile_lab.models.qwen3 import Qwen3
+    from cutile_lab.models.qwen3_config import Qwen3Config
     from cutile_lab.performance import lookup_device
     if args.sim:
         cl.set_backend("sim")
