@@ -75,6 +75,15 @@ def _region(extent, index, shape, steps):
 class TileAccess(AccessRecords):
     """``load``/``store``/``num_tiles`` on the tile space, and tiled views."""
 
+    def _unchecked_edge(self, what: str, arr: SimArray, idx, tshape, data) -> None:
+        """SIM005: a tile that crosses the array's edge, accessed with check_bounds=False."""
+        self.launch.report("SIM005", "error",
+                           f"{what} with check_bounds=False reaches outside `{arr.name}`",
+                           detail=f"tile index {idx}, tile shape {tshape}, array shape "
+                                  f"{data.shape}",
+                           help="keep check_bounds=True (the default) for tiles that can cross "
+                                "the array's edge")
+
     # --- tile-space load / store -----------------------------------------------------------
     def load(self, array, /, index, shape, *, order="C", padding_mode=PaddingMode.UNDETERMINED,
              check_bounds=True, latency=None, allow_tma=None, memory_order=MemoryOrder.WEAK,
@@ -118,13 +127,7 @@ class TileAccess(AccessRecords):
                 out[tsel] = data[sel]
                 count = int(np.prod([s.stop - s.start for s in sel]))
                 if check_bounds is False:
-                    self.launch.report("SIM005", "error",
-                                       f"{what} with check_bounds=False reaches outside "
-                                       f"`{arr.name}`",
-                                       detail=f"tile index {idx}, tile shape {tshape}, array "
-                                              f"shape {data.shape}",
-                                       help="keep check_bounds=True (the default) for tiles "
-                                            "that can cross the array's edge")
+                    self._unchecked_edge(what, arr, idx, tshape, data)
             else:
                 count = 0
                 self.launch.report(
@@ -187,13 +190,7 @@ class TileAccess(AccessRecords):
             return
         if status == 1:
             if check_bounds is False:
-                self.launch.report("SIM005", "error",
-                                   f"{what} with check_bounds=False reaches outside "
-                                   f"`{arr.name}`",
-                                   detail=f"tile index {idx}, tile shape {tshape}, array shape "
-                                          f"{data.shape}",
-                                   help="keep check_bounds=True (the default) for tiles that "
-                                        "can cross the array's edge")
+                self._unchecked_edge(what, arr, idx, tshape, data)
             values = values[tsel]
             if self.launch.record and perm is None and arr.tracker is not None \
                     and len(arr.tracker.masked) < MAX_MASKED:

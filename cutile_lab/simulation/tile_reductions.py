@@ -164,15 +164,22 @@ def _call_combiner(func, tuple_mode, n, args, what):
     return [as_tile(r) for r in res]
 
 
-def reduce(x, /, axis, func, identity, *, keepdims=False):
-    """Custom reduction, folded along ``axis`` with ``func`` applied to whole slices at once
-    (one call per position along the axis, each vectorised over the other axes)."""
+def _fold_start(x, axis, identity):
+    """(tuple mode, the tiles, their shape, the axis, the accumulators at the identity) of a
+    custom reduction or scan along ``axis``."""
     tuple_mode, xs, shape = _as_group(x)
     ax = axis_arg(axis, len(shape))
     ids = _identities(identity, xs, tuple_mode)
     out_shape = shape[:ax] + shape[ax + 1:]
     acc = [full(out_shape, i, t.dtype) if out_shape else scalar_tile(i, t.dtype)
            for i, t in zip(ids, xs)]
+    return tuple_mode, xs, shape, ax, acc
+
+
+def reduce(x, /, axis, func, identity, *, keepdims=False):
+    """Custom reduction, folded along ``axis`` with ``func`` applied to whole slices at once
+    (one call per position along the axis, each vectorised over the other axes)."""
+    tuple_mode, xs, shape, ax, acc = _fold_start(x, axis, identity)
     for k in range(shape[ax]):
         sl = [Tile(np.take(t.a, k, axis=ax), t.dtype) for t in xs]
         acc = _call_combiner(func, tuple_mode, len(xs), acc + sl, "reduce")
@@ -184,12 +191,7 @@ def reduce(x, /, axis, func, identity, *, keepdims=False):
 
 def scan(x, /, axis, func, identity, *, reverse=False):
     """Custom inclusive scan along ``axis`` (sequential over the axis, vectorised across)."""
-    tuple_mode, xs, shape = _as_group(x)
-    ax = axis_arg(axis, len(shape))
-    ids = _identities(identity, xs, tuple_mode)
-    out_shape = shape[:ax] + shape[ax + 1:]
-    acc = [full(out_shape, i, t.dtype) if out_shape else scalar_tile(i, t.dtype)
-           for i, t in zip(ids, xs)]
+    tuple_mode, xs, shape, ax, acc = _fold_start(x, axis, identity)
     outs = [np.empty(shape, dtype=t.dtype.np) for t in xs]
     order = range(shape[ax] - 1, -1, -1) if reverse else range(shape[ax])
     for k in order:
