@@ -113,7 +113,8 @@ def _scalar_consts(plan: _Plan, by_name: dict[str, ArgDesc],
 def _array_arguments(plan: _Plan, by_name: dict[str, ArgDesc], bound: dict,
                      problems: list) -> list[ArgDesc]:
     """The array arguments, each checked against its parameter (kind, dtype, rank, partition,
-    every dimension); dimensions named by a const generic bind it, or must agree with it."""
+    every dimension: a number must match; a const generic is bound by its first use and must
+    agree after)."""
     grids = None            # (the first Mut argument, its grid), to compare the others with
     arrays: list[ArgDesc] = []
     for p, name, role, want_dtype, shape in plan.rows:
@@ -147,7 +148,19 @@ def _array_arguments(plan: _Plan, by_name: dict[str, ArgDesc], bound: dict,
             if a.partition_tile is not None:
                 problems.append(("partitioned", p, a))
             dims = a.shape
-        _dim_problems(p, a, dims, shape, bound, problems)
+        for axis, want_d in enumerate(shape):       # the declared dims (inline: the hot path)
+            if want_d is None:
+                continue
+            got_d = dims[axis]
+            if want_d.__class__ is int:
+                if want_d != got_d:
+                    problems.append(("tile" if role == "mut" else "dim", p, a, axis))
+            else:
+                prev = bound.get(want_d)
+                if prev is None:
+                    bound[want_d] = (got_d, role, name)
+                elif prev[0] != got_d:
+                    problems.append(("generic", p, a, axis, want_d, got_d, prev))
     return arrays
 
 
@@ -165,25 +178,6 @@ def _grid_problems(p, a: ArgDesc, grids, problems: list):
         problems.append(("grid", grids, (a, grid)))
         return (None, grid)
     return grids
-
-
-def _dim_problems(p, a: ArgDesc, dims, shape, bound: dict, problems: list) -> None:
-    """Each declared dimension against the argument's (the tile's, for a ``Mut`` partition): a
-    number must match; a const generic is bound by its first use and must agree after."""
-    role, name = p.role, p.name
-    for axis, want_d in enumerate(shape):
-        if want_d is None:
-            continue
-        got_d = dims[axis]
-        if want_d.__class__ is int:
-            if want_d != got_d:
-                problems.append(("tile" if role == "mut" else "dim", p, a, axis))
-        else:
-            prev = bound.get(want_d)
-            if prev is None:
-                bound[want_d] = (got_d, role, name)
-            elif prev[0] != got_d:
-                problems.append(("generic", p, a, axis, want_d, got_d, prev))
 
 
 def alias_problems(arrays: Sequence[ArgDesc]) -> list[tuple]:
