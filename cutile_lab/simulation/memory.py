@@ -11,8 +11,8 @@ advanced indexing) and ``memory_access`` (what every access records, and the run
 they raise: accesses wholly out of range, out-of-bounds indices, and data races (write-write and
 read-write between different tiles of one launch)).
 
-The ops need a ``launch`` object (``launch_state.Launch``) for the current tile id, the current store
-site and the diagnostics sink; they never decide what a diagnostic looks like to the user.
+The ops need a ``launch`` object (``launch_state.Launch``) for the current tile id, the current
+store site and the diagnostics sink; they never decide what a diagnostic looks like to the user.
 
 Semantics, as cuTile documents them (``cuda/tile/_stub.py``):
 

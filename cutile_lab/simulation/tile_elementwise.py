@@ -90,7 +90,8 @@ def _arith(name: str, ufunc, x, y, *, force_float=False, float_only=False, int_o
     if int_only and rd.category != INT:
         raise KernelError(f"`{name}` needs integer operands, got {rd}")
     cd = rd.compute
-    return to_tile(_apply(ufunc, compute_operand(xa, xd, rd, cd), compute_operand(ya, yd, rd, cd), name), rd)
+    return to_tile(_apply(ufunc, compute_operand(xa, xd, rd, cd),
+                          compute_operand(ya, yd, rd, cd), name), rd)
 
 
 def add(x, y, /, *, rounding_mode=None, flush_to_zero=False):
@@ -183,7 +184,8 @@ def _compare(name, ufunc, x, y):
         return _PY_CMP[name](xa, ya)
     rd = result_dtype(xd, xa, yd, ya)
     cd = rd.compute
-    return Tile(np.asarray(_apply(ufunc, compute_operand(xa, xd, rd, cd), compute_operand(ya, yd, rd, cd), name)),
+    return Tile(np.asarray(_apply(ufunc, compute_operand(xa, xd, rd, cd),
+                                  compute_operand(ya, yd, rd, cd), name)),
                 D.bool_)
 
 
@@ -220,7 +222,8 @@ def _bitwise(name, ufunc, x, y, *, shift=False):
     if not shift and {xd, yd} == {D.bool_, D.int8}:
         raise KernelError(f"`{name}` does not take bool and int8 together")
     cd = rd.compute
-    return to_tile(_apply(ufunc, compute_operand(xa, xd, rd, cd), compute_operand(ya, yd, rd, cd), name), rd)
+    return to_tile(_apply(ufunc, compute_operand(xa, xd, rd, cd),
+                          compute_operand(ya, yd, rd, cd), name), rd)
 
 
 def bitwise_and(x, y, /): return _bitwise("bitwise_and", np.bitwise_and, x, y)
