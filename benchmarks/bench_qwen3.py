@@ -66,7 +66,7 @@ def weights_for(config, seed: int):
         import torch  # noqa: F401
         return torch_weights(config, seed), "torch"
     except ImportError:
-        from cutile_lab.models.qwen3 import random_weights
+        from cutile_lab.models.qwen3_config import random_weights
         import ml_dtypes
         return random_weights(config, seed=seed, dtype=ml_dtypes.bfloat16), "numpy"
 
@@ -241,7 +241,7 @@ def compile_child(args) -> int:
     over their count. Prints one JSON line."""
     import torch
     from transformers.generation.streamers import BaseStreamer
-    from cutile_lab.models.qwen3 import Qwen3Config
+    from cutile_lab.models.qwen3_config import Qwen3Config
     from cutile_lab.models.reference import transformers_model
     config = Qwen3Config.named(args.model)
     hf = transformers_model(config, torch_weights(config, args.seed), dtype="bfloat16")
@@ -378,7 +378,8 @@ def main(argv=None) -> int:
     if args.compile_child:
         return compile_child(args)
     import cutile_lab as cl
-    from cutile_lab.models.qwen3 import Qwen3, Qwen3Config
+    from cutile_lab.models.qwen3 import Qwen3
+    from cutile_lab.models.qwen3_config import Qwen3Config
     from cutile_lab.performance import lookup_device
     if args.sim:
         cl.set_backend("sim")
@@ -408,7 +409,7 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
     stream = cl.stream()
     if args.sim:
-        from cutile_lab.models.qwen3 import random_weights
+        from cutile_lab.models.qwen3_config import random_weights
         weights, made_by = random_weights(config, seed=args.seed), "numpy"
     else:
         weights, made_by = weights_for(config, args.seed)

@@ -5,7 +5,9 @@ A kernel is checked in passes, one per module, each saying in its docstring what
 - ``typecheck``: the typing pass. Every expression gets a type (shared tensor, the own ``Mut``
   tile, tile of a symbolic shape, tuple, bound method, module, helper, raw memory...), and types
   flow through assignments, tuples, bound methods, branches, loops, returns and helper bodies, so
-  the other passes reason about values, not names (``tiletypes`` holds the type algebra);
+  the other passes reason about values, not names (``tiletypes`` holds the type algebra; the
+  pass's values, name resolution and result types are ``typecheck_values``, ``typecheck_names``
+  and ``typecheck_ops``);
 - ``ownership``: who may write what, by value (stores counted per value and per path, shared
   inputs read-only under any name, moves);
 - ``shapes``: what is stored is provably the own tile's shape and converts without loss; the grid
@@ -18,10 +20,13 @@ A kernel is checked in passes, one per module, each saying in its docstring what
   indices;
 - ``launch_rules``: the launch level, on the host before every launch (aliasing of arguments,
   moves, in-flight borrows, arguments against the signature); for a CUDA C++ kernel, against the
-  ownership its signature declares: ``cuda_launch``.
+  ownership its signature declares: ``cuda_launch``. The arguments they check are described in
+  ``launch_args``, the host's borrow state is ``borrows``, and ``launch_report`` turns the
+  problems into diagnostics.
 
-Plus the registry of codes (``codes``), the catalog's machinery (``catalog``) and the rendering of
-diagnostics as text, HTML and JSON (``render``). This package must not compile, launch or touch a
+Plus the registry of codes (``codes``), the catalog's machinery (``catalog``), the order
+diagnostics are shown in (``ordering``) and the rendering of diagnostics as text, HTML and JSON
+(``render``). This package must not compile, launch or touch a
 device.
 
 Why the launch rules matter for speed as well as safety: the compile driver declares every array
@@ -38,6 +43,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from cutile_lab.checking.ordering import sort_diagnostics
 from cutile_lab.errors import Diagnostic, LanguageError, Span
 from cutile_lab.language.frontend import KernelDef, KernelSource, parse_kernels
 
@@ -52,15 +58,6 @@ def unchecked_spans(diags) -> list[Span]:
     """The spans of the unchecked code among ``diags`` (``with unsafe():`` blocks, helper calls
     that run one), in source order: what a report shows as "N unchecked blocks"."""
     return [d.span for d in sort_diagnostics(diags) if d.code == UNCHECKED and d.span]
-
-
-def sort_diagnostics(diags) -> list[Diagnostic]:
-    """Errors first, then warnings, then notes; each in source order."""
-    rank = {"error": 0, "warning": 1, "note": 2}
-    return sorted(diags, key=lambda d: (rank.get(d.severity, 3),
-                                        d.span.filename if d.span else "",
-                                        d.span.line if d.span else 0,
-                                        d.span.col if d.span else 0))
 
 
 def check_kernel(kdef: KernelDef, globals_: Mapping | None = None) -> list[Diagnostic]:
@@ -142,9 +139,15 @@ def __getattr__(name: str):
     if name in ("render_text", "render_html", "to_json"):
         from cutile_lab.checking import render
         return getattr(render, name)
-    if name in ("check_launch", "ArgDesc", "BorrowState"):
-        from cutile_lab.checking import launch_rules
-        return getattr(launch_rules, name)
+    if name == "check_launch":
+        from cutile_lab.checking.launch_rules import check_launch
+        return check_launch
+    if name == "ArgDesc":
+        from cutile_lab.checking.launch_args import ArgDesc
+        return ArgDesc
+    if name == "BorrowState":
+        from cutile_lab.checking.borrows import BorrowState
+        return BorrowState
     if name == "CODES":
         from cutile_lab.checking.codes import CODES
         return CODES

@@ -307,7 +307,7 @@ class KernelContext:
         """The tensor parameter ``node``'s value is (through any alias, or the receiver of a
         bound method), if it has one of ``roles``."""
         from cutile_lab.checking.tiletypes import TensorV
-        from cutile_lab.checking.typecheck import BoundV
+        from cutile_lab.checking.typecheck_values import BoundV
         if node is None:
             return None
         v = self.types.of(node, path)

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from cutile_lab.checking.launch_rules import (ArgDesc, BorrowState, _argument_spans,
-                                              _dtype_name, _Reporter, alias_problems,
-                                              borrow_problems)
+from cutile_lab.checking.borrows import BorrowState
+from cutile_lab.checking.launch_args import ArgDesc, dtype_name
+from cutile_lab.checking.launch_report import LaunchReporter, argument_spans
+from cutile_lab.checking.launch_rules import alias_problems, borrow_problems
 from cutile_lab.errors import Diagnostic, Label, Span
 
 
@@ -60,7 +61,7 @@ def check_cuda_launch(sig, args: Sequence[ArgDesc], call_site: Span | None = Non
             continue
         if not p.is_array:
             continue
-        if a.dtype and _dtype_name(a.dtype) != p.dtype:
+        if a.dtype and dtype_name(a.dtype) != p.dtype:
             problems.append(("dtype", p, a))
         if contiguous is not None and not contiguous.get(p.name, True):
             problems.append(("strided", p, a))
@@ -85,7 +86,7 @@ def check_cuda_launch(sig, args: Sequence[ArgDesc], call_site: Span | None = Non
     return _CudaReporter(sig, call_site, source_lookup, by_name, {}).report(problems)
 
 
-class _CudaReporter(_Reporter):
+class _CudaReporter(LaunchReporter):
     """The tile reporter's wording where it fits (aliasing, borrows, argument names); the
     messages that speak of ``Mut`` tiles say it in C++ terms here."""
 
@@ -95,7 +96,7 @@ class _CudaReporter(_Reporter):
             launch_kw = [_LaunchKeyword(k) for k in ("grid", "block", "shared_mem")]
             shim = _Shim(self.kdef.name, list(self.kdef.params) + launch_kw)
             try:
-                self._spans = _argument_spans(shim, self.call_site, self.lookup)
+                self._spans = argument_spans(shim, self.call_site, self.lookup)
             except Exception:   # reading the user's line is a nicety, never a failure
                 self._spans = {}
         return self._spans
@@ -111,7 +112,7 @@ class _CudaReporter(_Reporter):
                          [Label(p.span, f"`{p.name}` is declared here")], help=help)
 
     def _dtype(self, p, a: ArgDesc):
-        got = _dtype_name(a.dtype)
+        got = dtype_name(a.dtype)
         return self.diag(
             "TL112", f"`{p.name}` points to {p.dtype} (`{p.ctype}`), but the argument holds "
                      f"{got}",

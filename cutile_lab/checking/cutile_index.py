@@ -25,7 +25,7 @@ from typing import Callable, Iterable, Iterator
 
 from cutile_lab.checking.context import RAW_READS, RAW_WRITES, KernelContext, short
 from cutile_lab.checking.tiletypes import TensorV, TileV, TupleV, int_of
-from cutile_lab.checking.typecheck import CallInfo, RawMemV
+from cutile_lab.checking.typecheck_values import CallInfo, RawMemV
 from cutile_lab.errors import Diagnostic
 
 Rule = Callable[[KernelContext], Iterable[Diagnostic]]
@@ -107,20 +107,12 @@ def possible_races(ctx: KernelContext) -> Iterator[Diagnostic]:
     pattern: dict[str, tuple] = {}        # array -> (own-id positions, tile shape) of its stores
     for info in ctx.types.all_calls():
         if info.kind == "helper" and info.problem is not None:
-            yield ctx.diag(
-                "TL063", f"the checker cannot follow the call of `{info.name}` "
-                         f"({info.problem}): whatever it writes is unchecked", ctx.at(info),
-                labels=ctx.helper_label(info, "the call"),
-                help="define the helper in the same file (or an earlier cell) as a plain "
-                     "function or a `@ct.function`, so that the checker can read its body",
-                notes=["the race analysis follows helpers through their bodies; a call it cannot "
-                       "follow could write anywhere"])
+            yield _unfollowed_call(ctx, info)
             continue
         op = info.raw_op
         if op is None:
             continue
-        arr = _array(info)
-        name = _name(arr, info)
+        name = _name(_array(info), info)
         at = ctx.at(info)
         if op in RAW_READS and name:
             read.setdefault(name, at)
@@ -132,42 +124,77 @@ def possible_races(ctx: KernelContext) -> Iterator[Diagnostic]:
             if name and name not in atomics:
                 atomics[name] = info
             continue
-        what = f"`{name}`" if name else "the array"
-        labels = ctx.helper_label(info, "the write")
         if op != "store":
-            yield ctx.diag(
-                "TL060", f"possible data race: `{short(info.node.func)}` writes elements of "
-                         f"{what} that other blocks may also write", at, labels=labels,
-                help="make sure the indices of different blocks never overlap, or use atomic "
-                     "updates",
-                notes=["scattered writes and raw-memory (offset) stores cannot be proven "
-                       "race-free by the checker"])
+            yield _scattered_write(ctx, info, name, at)
             continue
-        index = info.arg(1, "index")
-        axes = own_axes(index)
-        shape = _tile_shape(info)
-        proven = axes is not None and -1 not in used and used <= _covered(axes)
-        if proven and name is not None:
-            key = (tuple(a if a is None or isinstance(a, int) else a[:2] for a in axes), shape)
-            if name in pattern and (pattern[name] != key or shape is None):
-                proven = False
-            pattern.setdefault(name, key)
-        if proven:
-            continue
-        node = info.arg_node(1, "index")
-        idx = short(node) if node is not None else "?"
-        yield ctx.diag(
-            "TL060", f"possible data race: blocks may store to the same tile of {what} "
-                     f"(index `{idx}` is not the block's own id)",
-            node if node is not None and info.helper is None else at, labels=labels,
-            help="index the store by the block's own id on every grid axis, e.g. "
-                 "`index=(ct.bid(0),)`, `(ct.bid(0), ct.bid(1))` or `(row, 0)` with "
-                 "`row = ct.bid(0)`, or write the kernel in the tile language with a `Mut` "
-                 "output; if every block really writes a different tile, this warning can be "
-                 "ignored",
-            notes=["the checker proves a store race-free when its index holds the block's own "
-                   "id (`ct.bid(axis)`, through any name) for every grid axis the kernel uses, "
-                   "and every store into the array does so at the same places"])
+        d = _store_race(ctx, info, name, at, used, pattern)
+        if d is not None:
+            yield d
+    yield from _unordered_updates(ctx, atomics, written, read)
+
+
+def _unfollowed_call(ctx: KernelContext, info: CallInfo) -> Diagnostic:
+    """TL063: a helper the analysis cannot read, so whatever it writes is unchecked."""
+    return ctx.diag(
+        "TL063", f"the checker cannot follow the call of `{info.name}` "
+                 f"({info.problem}): whatever it writes is unchecked", ctx.at(info),
+        labels=ctx.helper_label(info, "the call"),
+        help="define the helper in the same file (or an earlier cell) as a plain "
+             "function or a `@ct.function`, so that the checker can read its body",
+        notes=["the race analysis follows helpers through their bodies; a call it cannot "
+               "follow could write anywhere"])
+
+
+def _scattered_write(ctx: KernelContext, info: CallInfo, name: str | None,
+                     at: ast.AST) -> Diagnostic:
+    """TL060 for a write that is not a tile store (scatter, raw-memory store): never proven."""
+    what = f"`{name}`" if name else "the array"
+    return ctx.diag(
+        "TL060", f"possible data race: `{short(info.node.func)}` writes elements of "
+                 f"{what} that other blocks may also write", at,
+        labels=ctx.helper_label(info, "the write"),
+        help="make sure the indices of different blocks never overlap, or use atomic "
+             "updates",
+        notes=["scattered writes and raw-memory (offset) stores cannot be proven "
+               "race-free by the checker"])
+
+
+def _store_race(ctx: KernelContext, info: CallInfo, name: str | None, at: ast.AST,
+                used: set, pattern: dict) -> Diagnostic | None:
+    """TL060 for a tile store unless its index holds the block's own id on every grid axis used,
+    at the same places (and tile shape) as every other store into the array."""
+    index = info.arg(1, "index")
+    axes = own_axes(index)
+    shape = _tile_shape(info)
+    proven = axes is not None and -1 not in used and used <= _covered(axes)
+    if proven and name is not None:
+        key = (tuple(a if a is None or isinstance(a, int) else a[:2] for a in axes), shape)
+        if name in pattern and (pattern[name] != key or shape is None):
+            proven = False
+        pattern.setdefault(name, key)
+    if proven:
+        return None
+    what = f"`{name}`" if name else "the array"
+    node = info.arg_node(1, "index")
+    idx = short(node) if node is not None else "?"
+    return ctx.diag(
+        "TL060", f"possible data race: blocks may store to the same tile of {what} "
+                 f"(index `{idx}` is not the block's own id)",
+        node if node is not None and info.helper is None else at,
+        labels=ctx.helper_label(info, "the write"),
+        help="index the store by the block's own id on every grid axis, e.g. "
+             "`index=(ct.bid(0),)`, `(ct.bid(0), ct.bid(1))` or `(row, 0)` with "
+             "`row = ct.bid(0)`, or write the kernel in the tile language with a `Mut` "
+             "output; if every block really writes a different tile, this warning can be "
+             "ignored",
+        notes=["the checker proves a store race-free when its index holds the block's own "
+               "id (`ct.bid(axis)`, through any name) for every grid axis the kernel uses, "
+               "and every store into the array does so at the same places"])
+
+
+def _unordered_updates(ctx: KernelContext, atomics: dict, written: dict,
+                       read: dict) -> Iterator[Diagnostic]:
+    """TL061 per array updated by atomics; TL062 per array both read and written."""
     for name, info in atomics.items():
         yield ctx.diag(
             "TL061", f"atomic updates to `{name}` are race-free, but blocks apply them in no "

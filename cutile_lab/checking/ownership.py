@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Iterator
 from cutile_lab.checking.context import (RAW_WRITES, KernelContext, dtype_name, fill_example,
                                          first_output, header, n_, short, tile_shape_text)
 from cutile_lab.checking.tiletypes import TensorV, TileV
-from cutile_lab.checking.typecheck import CallInfo
+from cutile_lab.checking.typecheck_values import CallInfo
 from cutile_lab.errors import Diagnostic
 from cutile_lab.language.frontend import Param
 

@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Iterator
 from cutile_lab.checking.context import (RAW_INDEX, RAW_READS, RAW_WRITES, KernelContext,
                                          first_output, short)
 from cutile_lab.checking.tiletypes import TensorV
-from cutile_lab.checking.typecheck import CallInfo, RawMemV
+from cutile_lab.checking.typecheck_values import CallInfo, RawMemV
 from cutile_lab.errors import Diagnostic, Span
 
 Rule = Callable[[KernelContext], Iterable[Diagnostic]]

@@ -150,13 +150,36 @@ def _read_resources(cubin: bytes) -> list[Resources]:
         arch: str | None = cubin_arch(cubin)
     except ValueError:
         arch = None
-    sections = _sections(cubin)
+    module = _module_info(cubin)
+    result = []
+    for sec in module.sections:
+        if sec.name.startswith(".text."):
+            res = _kernel_resources(cubin, sec, module, arch)
+            if res is not None:
+                result.append(res)
+    return result
 
+
+@dataclass
+class _ModuleInfo:
+    """What the module as a whole records about its kernels."""
+
+    sections: list[_Section]
+    by_name: dict[str, _Section]
+    symbols: list[tuple[str, int, int]]      # (name, st_other, value) by symbol index
+    per_symbol: dict[int, dict[int, int]]    # symbol index -> {EIATTR: value} of .nv.info
+    elf_ok: bool                             # False where a part could not be read
+    reserved_shared: int | None
+    system_reserve: int
+
+
+def _module_info(cubin: bytes) -> _ModuleInfo:
+    sections = _sections(cubin)
     phoff, phentsize, phnum = struct.unpack_from("<Q", cubin, 32)[0], *struct.unpack_from(
         "<HH", cubin, 54)
     elf_ok = phoff + phentsize * phnum <= len(cubin)  # a cut-off file loses its program headers
     by_name = {s.name: s for s in sections}
-    symbols: list[tuple[str, int, int]] = []  # (name, st_other, value) by symbol index
+    symbols: list[tuple[str, int, int]] = []
     symtab = next((s for s in sections if s.type == SHT_SYMTAB), None)
     if symtab is not None:
         try:
@@ -184,57 +207,60 @@ def _read_resources(cubin: bytes) -> list[Resources]:
     if reserved:
         caps = [value for sym_name, _other, value in symbols if sym_name == ".nv.reservedSmem.cap"]
         system_reserve = caps[0] if caps else _SYSTEM_SHARED_RESERVE
+    return _ModuleInfo(sections, by_name, symbols, per_symbol, elf_ok, reserved_shared,
+                       system_reserve)
 
-    result = []
-    for sec in sections:
-        if not sec.name.startswith(".text."):
-            continue
-        name = sec.name[len(".text."):]
-        sym_index = sec.info & 0xFFFFFF
-        info_sec = by_name.get(".nv.info." + name)
-        is_entry = sym_index < len(symbols) and bool(symbols[sym_index][1] & STO_CUDA_ENTRY)
-        if not (is_entry or info_sec is not None):
-            continue
-        if sym_index < len(symbols) and symbols[sym_index][0]:
-            name = symbols[sym_index][0]
-        kernel_ok = elf_ok
 
-        attrs: dict[int, Any] = {}
-        if info_sec is not None:
-            try:
-                for _fmt, attr, payload in _records(cubin, info_sec):
-                    attrs.setdefault(attr, payload)
-            except (_Malformed, struct.error):
-                kernel_ok = False
+def _kernel_resources(cubin: bytes, sec: _Section, module: _ModuleInfo,
+                      arch: str | None) -> Resources | None:
+    """The resources of the kernel whose code is the ``.text.`` section ``sec`` (None: the
+    section is not a kernel's: no entry symbol and no ``.nv.info.`` of its own)."""
+    symbols = module.symbols
+    name = sec.name[len(".text."):]
+    sym_index = sec.info & 0xFFFFFF
+    info_sec = module.by_name.get(".nv.info." + name)
+    is_entry = sym_index < len(symbols) and bool(symbols[sym_index][1] & STO_CUDA_ENTRY)
+    if not (is_entry or info_sec is not None):
+        return None
+    if sym_index < len(symbols) and symbols[sym_index][0]:
+        name = symbols[sym_index][0]
+    kernel_ok = module.elf_ok
 
-        mod = per_symbol.get(sym_index, {})
-        registers = mod.get(EIATTR_REGCOUNT)
-        if registers is None and sec.info >> 24:
-            registers = sec.info >> 24
+    attrs: dict[int, Any] = {}
+    if info_sec is not None:
+        try:
+            for _fmt, attr, payload in _records(cubin, info_sec):
+                attrs.setdefault(attr, payload)
+        except (_Malformed, struct.error):
+            kernel_ok = False
 
-        shared_sec = by_name.get(".nv.shared." + sec.name[len(".text."):])
-        shared = 0  # no section: no static shared memory
-        if shared_sec is not None:
-            shared = shared_sec.size - system_reserve if shared_sec.size >= system_reserve \
-                else shared_sec.size
+    mod = module.per_symbol.get(sym_index, {})
+    registers = mod.get(EIATTR_REGCOUNT)
+    if registers is None and sec.info >> 24:
+        registers = sec.info >> 24
 
-        threads = _threads(attrs.get(EIATTR_REQNTID)) or _threads(attrs.get(EIATTR_MAX_THREADS))
-        maxreg = attrs.get(EIATTR_MAXREG_COUNT)
-        result.append(Resources(
-            kernel=name,
-            registers=registers,
-            shared_bytes=shared,
-            local_bytes=mod.get(EIATTR_FRAME_SIZE),
-            max_threads_per_block=threads,
-            arch=arch,
-            elf_ok=kernel_ok,
-            reserved_shared_bytes=reserved_shared,
-            stack_bytes=mod.get(EIATTR_MIN_STACK_SIZE),
-            max_registers=_int(maxreg),
-            code_bytes=sec.size,
-            barriers=_int(attrs.get(EIATTR_NUM_BARRIERS)),
-        ))
-    return result
+    shared_sec = module.by_name.get(".nv.shared." + sec.name[len(".text."):])
+    shared = 0  # no section: no static shared memory
+    if shared_sec is not None:
+        reserve = module.system_reserve
+        shared = shared_sec.size - reserve if shared_sec.size >= reserve else shared_sec.size
+
+    threads = _threads(attrs.get(EIATTR_REQNTID)) or _threads(attrs.get(EIATTR_MAX_THREADS))
+    maxreg = attrs.get(EIATTR_MAXREG_COUNT)
+    return Resources(
+        kernel=name,
+        registers=registers,
+        shared_bytes=shared,
+        local_bytes=mod.get(EIATTR_FRAME_SIZE),
+        max_threads_per_block=threads,
+        arch=arch,
+        elf_ok=kernel_ok,
+        reserved_shared_bytes=module.reserved_shared,
+        stack_bytes=mod.get(EIATTR_MIN_STACK_SIZE),
+        max_registers=_int(maxreg),
+        code_bytes=sec.size,
+        barriers=_int(attrs.get(EIATTR_NUM_BARRIERS)),
+    )
 
 
 def _int(value: Any) -> int | None:

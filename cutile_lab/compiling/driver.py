@@ -75,16 +75,8 @@ def compile_kernel(kdef: KernelDef, arch: str = "sm_90", *, consts: Mapping[str,
                    globals=_referenced_globals(kdef, globals_))
     cache = default_cache() if use_cache else None
     if cache is not None:
-        t = time.perf_counter()
-        hit = cache.get(key, toolchain.version if toolchain else None)
-        if hit is not None:
-            meta, blobs, where = hit
-            compiled = CompiledKernel.from_cache(meta, blobs)
-            compiled.cache = where
-            compiled.diagnostics = diagnostics
-            compiled.timings = {"check": timings["check"], "lower": timings["lower"],
-                                "cache_lookup": time.perf_counter() - t,
-                                "total": time.perf_counter() - t_start}
+        compiled = _from_cache(cache, key, toolchain, diagnostics, timings, t_start)
+        if compiled is not None:
             return compiled
     if cached_only:
         return None
@@ -92,7 +84,36 @@ def compile_kernel(kdef: KernelDef, arch: str = "sm_90", *, consts: Mapping[str,
         from cutile_lab.compiling.toolchain import find_toolchain
         find_toolchain()   # raises the ToolchainError that says what is missing
         raise ToolchainError("no Tile IR toolchain found")
+    compiled = _compile_lowered(kdef, lowered, spec, hints, globals_, arch, toolchain, timings)
+    timings["total"] = time.perf_counter() - t_start
+    compiled.key = key
+    compiled.diagnostics = diagnostics
+    if cache is not None:
+        cache.put(key, compiled.metadata(), {"cubin": compiled.cubin,
+                                             "bytecode": compiled.bytecode})
+    return compiled
 
+
+def _from_cache(cache, key, toolchain, diagnostics, timings: dict,
+                t_start: float) -> CompiledKernel | None:
+    """The cached compile for ``key`` (made by this toolchain), or None."""
+    t = time.perf_counter()
+    hit = cache.get(key, toolchain.version if toolchain else None)
+    if hit is None:
+        return None
+    meta, blobs, where = hit
+    compiled = CompiledKernel.from_cache(meta, blobs)
+    compiled.cache = where
+    compiled.diagnostics = diagnostics
+    compiled.timings = {"check": timings["check"], "lower": timings["lower"],
+                        "cache_lookup": time.perf_counter() - t,
+                        "total": time.perf_counter() - t_start}
+    return compiled
+
+
+def _compile_lowered(kdef: KernelDef, lowered, spec, hints: dict, globals_, arch: str, toolchain,
+                     timings: dict) -> CompiledKernel:
+    """Bytecode, its Tile IR text, the cubin (tileiras) and its resources, each step timed."""
     t = time.perf_counter()
     bytecode, symbol, params = _bytecode(kdef, lowered, spec, hints, globals_, toolchain.version)
     timings["bytecode"] = time.perf_counter() - t
@@ -114,18 +135,13 @@ def compile_kernel(kdef: KernelDef, arch: str = "sm_90", *, consts: Mapping[str,
     t = time.perf_counter()
     resources = _resources_of(read_resources(result.cubin), symbol)
     timings["resources"] = time.perf_counter() - t
-    timings["total"] = time.perf_counter() - t_start
 
-    compiled = CompiledKernel(
+    return CompiledKernel(
         name=kdef.name, symbol=symbol, arch=arch, cubin=result.cubin, bytecode=bytecode,
         tileir=ir.text, tileir_line_map=ir.line_map, lowered_source=lowered.text,
         params=params, consts=spec.const_values, resources=resources,
         remarks=parse_remarks(result.remarks_yaml), timings=timings, cache="miss",
-        toolchain_version=toolchain.version, key=key, diagnostics=diagnostics)
-    if cache is not None:
-        cache.put(key, compiled.metadata(), {"cubin": compiled.cubin,
-                                             "bytecode": compiled.bytecode})
-    return compiled
+        toolchain_version=toolchain.version)
 
 
 def _resources_of(all_resources, symbol: str) -> dict:

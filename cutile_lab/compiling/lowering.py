@@ -117,7 +117,7 @@ def _own_tile_uses(kdef: KernelDef, copied: ast.FunctionDef) -> dict[int, tuple]
     out)`` for a bound ``z.store`` kept in a name; so that they lower like ``z`` itself."""
     from cutile_lab.checking.context import KernelContext
     from cutile_lab.checking.tiletypes import TensorV
-    from cutile_lab.checking.typecheck import BoundV
+    from cutile_lab.checking.typecheck_values import BoundV
     types = KernelContext(kdef).types
     uses: dict[int, tuple[str, str]] = {}
     for new, orig in zip(ast.walk(copied), ast.walk(kdef.node)):

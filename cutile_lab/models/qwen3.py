@@ -1,10 +1,9 @@
-"""Qwen3 decode from the lab's safe kernels: configurations, weights, buffers, one token step.
+"""Qwen3 decode from the lab's safe kernels: buffers, KV cache, one token step.
 
-Owns ``Qwen3Config`` (the published shapes of Qwen3-0.6B/4B/8B and any ``config.json``),
-weights (``load_checkpoint``: a local safetensors checkpoint in the Hugging Face layout, one file
-or shards with an index; ``random_weights``: a named configuration's shapes), and ``Qwen3``: the
-device buffers, the KV cache, and the launches of one decode step for a batch of sequences in
-lockstep. A step is, per layer, six kernels of ``cutile_lab.kernels.decode``:
+Owns ``Qwen3``: the device buffers, the KV cache, and the launches of one decode step for a batch
+of sequences in lockstep. The configurations (``Qwen3Config``) and weights (``load_checkpoint``,
+``random_weights``) it is made from live in ``qwen3_config``. A step is, per layer, six kernels
+of ``cutile_lab.kernels.decode``:
 
     qkv  = rms_gemv(x, input_norm, [Wq; Wk; Wv])             RMSNorm fused into the projection
     part = attention_decode(qkv, cache, pos)                   q/k norm, RoPE, cache append, split
@@ -23,166 +22,15 @@ launch is given changes from one step to the next and the whole step is one CUDA
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
 from cutile_lab.errors import LaunchError
 from cutile_lab.kernels import decode as D
-
-_NAMES = {
-    # name: hidden, layers, heads, kv heads, intermediate, tied embeddings
-    "Qwen3-0.6B": (1024, 28, 16, 8, 3072, True),
-    "Qwen3-1.7B": (2048, 28, 16, 8, 6144, True),
-    "Qwen3-4B": (2560, 36, 32, 8, 9728, True),
-    "Qwen3-8B": (4096, 36, 32, 8, 12288, False),
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class Qwen3Config:
-    """The shapes of a Qwen3 decoder (the fields of its Hugging Face ``config.json``)."""
-
-    hidden_size: int
-    num_hidden_layers: int
-    num_attention_heads: int
-    num_key_value_heads: int
-    intermediate_size: int
-    vocab_size: int = 151936
-    head_dim: int = 128
-    rms_norm_eps: float = 1e-6
-    rope_theta: float = 1_000_000.0
-    tie_word_embeddings: bool = False
-    name: str = "custom"
-
-    @classmethod
-    def named(cls, name: str) -> "Qwen3Config":
-        """The published shapes of ``Qwen3-0.6B``, ``-1.7B``, ``-4B`` or ``-8B``."""
-        if name not in _NAMES:
-            raise LaunchError(f"unknown Qwen3 configuration {name!r}",
-                              help=f"use one of {sorted(_NAMES)}, or Qwen3Config(...) with "
-                                   "explicit sizes")
-        h, n, heads, kv, inter, tied = _NAMES[name]
-        return cls(h, n, heads, kv, inter, tie_word_embeddings=tied, name=name)
-
-    @classmethod
-    def from_dict(cls, d: dict, name: str = "custom") -> "Qwen3Config":
-        fields = {f.name for f in dataclasses.fields(cls)}
-        kw = {k: v for k, v in d.items() if k in fields and k != "name"}
-        if "head_dim" not in d:
-            kw["head_dim"] = d["hidden_size"] // d["num_attention_heads"]
-        return cls(**kw, name=name)
-
-    def to_dict(self) -> dict:
-        """As a Hugging Face ``config.json`` (``Qwen3Config(**d)`` of ``transformers`` takes it)."""
-        d = dataclasses.asdict(self)
-        d.pop("name")
-        d.update(model_type="qwen3", architectures=["Qwen3ForCausalLM"], hidden_act="silu",
-                 attention_bias=False, max_position_embeddings=40960)
-        return d
-
-    @property
-    def group(self) -> int:
-        return self.num_attention_heads // self.num_key_value_heads
-
-    def weight_shapes(self) -> dict[str, tuple[int, ...]]:
-        """Every weight by its Hugging Face name."""
-        h, d, i = self.hidden_size, self.head_dim, self.intermediate_size
-        q, kv = self.num_attention_heads * d, self.num_key_value_heads * d
-        shapes = {"model.embed_tokens.weight": (self.vocab_size, h), "model.norm.weight": (h,)}
-        for n in range(self.num_hidden_layers):
-            p = f"model.layers.{n}."
-            shapes.update({
-                p + "input_layernorm.weight": (h,),
-                p + "self_attn.q_proj.weight": (q, h), p + "self_attn.k_proj.weight": (kv, h),
-                p + "self_attn.v_proj.weight": (kv, h), p + "self_attn.o_proj.weight": (h, q),
-                p + "self_attn.q_norm.weight": (d,), p + "self_attn.k_norm.weight": (d,),
-                p + "post_attention_layernorm.weight": (h,),
-                p + "mlp.gate_proj.weight": (i, h), p + "mlp.up_proj.weight": (i, h),
-                p + "mlp.down_proj.weight": (h, i),
-            })
-        if not self.tie_word_embeddings:
-            shapes["lm_head.weight"] = (self.vocab_size, h)
-        return shapes
-
-    def weight_bytes(self, itemsize: int = 2) -> int:
-        """Bytes of the weights one decode step reads (the embedding table: one row)."""
-        shapes = self.weight_shapes()
-        total = sum(math.prod(s) for k, s in shapes.items() if k != "model.embed_tokens.weight")
-        if self.tie_word_embeddings:        # the LM head reads the embedding table whole
-            total += self.vocab_size * self.hidden_size
-        return (total + self.hidden_size) * itemsize
-
-    def kv_bytes(self, length: int, itemsize: int = 2, batch: int = 1) -> int:
-        """Bytes of K and V cache that attention over ``length`` positions reads."""
-        return (2 * self.num_hidden_layers * self.num_key_value_heads * self.head_dim * length
-                * itemsize * batch)
-
-
-def random_weights(config: Qwen3Config, *, seed: int | None = None, dtype=np.float32,
-                   scale: float = 1.0) -> dict[str, np.ndarray]:
-    """Random weights of ``config``'s shapes (NumPy): projections ~ N(0, scale²/fan_in), so that
-    activations stay of order one through the layers, norm weights near one."""
-    rng = np.random.default_rng(seed)
-    out = {}
-    for name, shape in config.weight_shapes().items():
-        if len(shape) == 1:
-            w = 1.0 + 0.1 * rng.standard_normal(shape, dtype=np.float32)
-        elif name == "model.embed_tokens.weight":
-            w = rng.standard_normal(shape, dtype=np.float32)
-        else:
-            w = rng.standard_normal(shape, dtype=np.float32) * (scale / math.sqrt(shape[1]))
-        out[name] = w.astype(dtype)
-    return out
-
-
-def load_checkpoint(path) -> tuple[Qwen3Config, dict[str, np.ndarray]]:
-    """The configuration and weights of a local Hugging Face checkpoint folder: ``config.json``
-    and ``model.safetensors``, or shards listed by ``model.safetensors.index.json``."""
-    try:
-        from safetensors.numpy import load_file
-    except ImportError:
-        raise LaunchError("loading a checkpoint needs the `safetensors` package",
-                          help="pip install 'cutile-lab[models]' (or: pip install safetensors)") \
-            from None
-    folder = Path(path)
-    cfg_file = folder / "config.json"
-    if not cfg_file.is_file():
-        raise LaunchError(f"no config.json in {folder}",
-                          help="pass the folder of a Hugging Face checkpoint (config.json and "
-                               "model.safetensors or its shards)")
-    config = Qwen3Config.from_dict(json.loads(cfg_file.read_text()), name=folder.name)
-    index = folder / "model.safetensors.index.json"
-    if index.is_file():
-        files = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-    elif (folder / "model.safetensors").is_file():
-        files = ["model.safetensors"]
-    else:
-        raise LaunchError(f"no model.safetensors (or model.safetensors.index.json) in {folder}")
-    weights: dict[str, np.ndarray] = {}
-    for f in files:
-        weights.update(load_file(str(folder / f)))
-    missing = [k for k in config.weight_shapes() if k not in weights]
-    if missing:
-        raise LaunchError(f"the checkpoint in {folder} lacks {len(missing)} weight(s), e.g. "
-                          f"{missing[0]}")
-    for k, shape in config.weight_shapes().items():
-        if tuple(weights[k].shape) != shape:
-            raise LaunchError(f"{k} has shape {tuple(weights[k].shape)} in the checkpoint, "
-                              f"{shape} in its config.json")
-    return config, weights
-
-
-def rope_tables(config: Qwen3Config, length: int) -> tuple[np.ndarray, np.ndarray]:
-    """cos and sin of the rotary embedding, (length, head_dim / 2), f32 (Hugging Face's
-    ``rotate_half`` convention: the two halves of a head are the pair)."""
-    d = config.head_dim
-    inv = 1.0 / (config.rope_theta ** (np.arange(0, d, 2, dtype=np.float32) / d))
-    ang = np.arange(length, dtype=np.float32)[:, None] * inv[None, :]
-    return np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
-
+from cutile_lab.models.qwen3_config import (Qwen3Config, load_checkpoint, random_weights,
+                                            rope_tables)
 
 # instances per SM the GEMV and attention kernels are compiled for (the ``occupancy`` hint): two
 # overlap one instance's first loads with the other's stream, and halve the registers (128)
@@ -367,79 +215,105 @@ class Qwen3:
 
     # --- the step --------------------------------------------------------------------------------
     def _plan(self) -> list[Launch]:
+        """The launches of one decode step, in order: the embedding, six per layer, the head."""
         c, B, dt = self.config, self.batch, self.dtype.name
+        h, kv, g, d = c.hidden_size, c.num_key_value_heads, c.group, c.head_dim
+        heads = c.num_attention_heads + 2 * kv
+        occ = f", occupancy={OCCUPANCY}"
+        kernels = SimpleNamespace(
+            rms=D.RMS_GEMV.kernel(dt=dt, hints=occ),
+            swiglu=D.RMS_GEMV_SWIGLU.kernel(dt=dt, hints=occ),
+            res=D.GEMV_RESIDUAL.kernel(dt=dt, hints=occ),
+            attend=(D.ATTENTION_DECODE_UNSAFE if self.unsafe_append else D.ATTENTION_DECODE)
+            .kernel(dt=dt, hints=occ),
+            combine=D.ATTENTION_COMBINE.kernel(dt=dt))
+        # views shared by every layer's launches
+        views = SimpleNamespace(
+            qkv3=self.qkv.reshape(B * heads, 2, d // 2),
+            part4=self.part.reshape(B * kv, self.splits, g, d),
+            mx4=self.mx.reshape(B * kv, self.splits, g, 1),
+            sm4=self.sm.reshape(B * kv, self.splits, g, 1),
+            attn2=self.attn.reshape(B, c.num_attention_heads * d))
+        L: list[Launch] = []
+
+        def add(name, kernel, make, nbytes, flops=0):
+            L.append(Launch(name, make, int(nbytes), kernel.name, int(flops)))
+
+        x0 = self.x[0]
+        hb = _pow2(h)
         w = self.weights
+        embed = D.EMBED.kernel(dt=dt)
+        add("embed", embed, lambda: embed(x0.partition_mut((1, hb)), w["embed"], self.ids,
+                                          self.token, self.pos, self.prompt_len),
+            2 * B * h * self.dtype.itemsize)
+        for n in range(c.num_hidden_layers):
+            self._plan_layer(n, add, kernels, views)
+        self._plan_head(add, occ)
+        return L
+
+    def _plan_layer(self, n: int, add, kernels: SimpleNamespace, views: SimpleNamespace) -> None:
+        """Layer ``n``'s launches: normed QKV projection, attention over the cache in chunks,
+        the chunks' combine, output projection with the residual, normed gate/up with SwiGLU,
+        down projection with the residual (bytes and flops of each for the roofline)."""
+        c, B, w = self.config, self.batch, self.weights
         it = self.dtype.itemsize
         h, kv, g, d = c.hidden_size, c.num_key_value_heads, c.group, c.head_dim
         heads = c.num_attention_heads + 2 * kv
         eps = float(c.rms_norm_eps)
         qk_scale = (1.0 / math.sqrt(d)) * math.log2(math.e)
         x0, x1 = self.x
-        qkv3 = self.qkv.reshape(B * heads, 2, d // 2)
-        part4 = self.part.reshape(B * kv, self.splits, g, d)
-        mx4 = self.mx.reshape(B * kv, self.splits, g, 1)
-        sm4 = self.sm.reshape(B * kv, self.splits, g, 1)
-        attn2 = self.attn.reshape(B, c.num_attention_heads * d)
-        occ = f", occupancy={OCCUPANCY}"
-        rms = D.RMS_GEMV.kernel(dt=dt, hints=occ)
-        swiglu = D.RMS_GEMV_SWIGLU.kernel(dt=dt, hints=occ)
-        res = D.GEMV_RESIDUAL.kernel(dt=dt, hints=occ)
-        attend = (D.ATTENTION_DECODE_UNSAFE if self.unsafe_append else D.ATTENTION_DECODE) \
-            .kernel(dt=dt, hints=occ)
-        combine = D.ATTENTION_COMBINE.kernel(dt=dt)
+        qkv3, part4, mx4, sm4, attn2 = views.qkv3, views.part4, views.mx4, views.sm4, views.attn2
+        rms, attend, combine = kernels.rms, kernels.attend, kernels.combine
+        res, swiglu = kernels.res, kernels.swiglu
         ch = self.chunk
         bs = min(32, _pow2(self.splits))
-        hb = _pow2(h)
-        L: list[Launch] = []
-
-        def add(name, kernel, make, nbytes, flops=0):
-            L.append(Launch(name, make, int(nbytes), kernel.name, int(flops)))
-
-        embed = D.EMBED.kernel(dt=dt)
-        add("embed", embed, lambda: embed(x0.partition_mut((1, hb)), w["embed"], self.ids,
-                                          self.token, self.pos, self.prompt_len),
-            2 * B * h * it)
         tq, to, tgu, td = (self._tile(k) for k in ("qkv", "o", "gate_up", "down"))
         kv_step = 2 * B * kv * self.max_seq * d * it      # the cache blocks read (and written)
-        for n in range(c.num_hidden_layers):
-            p = f"model.layers.{n}."
-            kc, vc = self.kcache[n], self.vcache[n]
-            add(f"L{n}.qkv", rms,
-                lambda p=p: rms(self.qkv.partition_mut((1, tq[0])), x0,
-                                w[p + "input_layernorm.weight"], w[p + "qkv"], h, eps,
-                                BK=tq[1]),
-                w[p + "qkv"].nbytes + B * (h + heads * d) * it, 2 * B * w[p + "qkv"].size)
-            add(f"L{n}.attention", attend,
-                lambda p=p, kc=kc, vc=vc: attend(
-                    kc.partition_mut((1, ch, d)), vc.partition_mut((1, ch, d)),
-                    self.part.partition_mut((1, g, d)), self.mx.partition_mut((1, g, 1)),
-                    self.sm.partition_mut((1, g, 1)), qkv3, w[p + "self_attn.q_norm.weight"]
-                    .reshape(2, d // 2), w[p + "self_attn.k_norm.weight"].reshape(2, d // 2),
-                    self.cos, self.sin, self.pos, kv, eps, qk_scale, HD=d // 2),
-                (kv_step if self.unsafe_append else 2 * kv_step)
-                + self.part.nbytes + 2 * self.mx.nbytes, 2 * g * kv_step // it)
-            add(f"L{n}.combine", combine,
-                lambda: combine(self.attn.partition_mut((1, g, d)), part4, mx4, sm4, self.pos,
-                                CH=ch, BS=bs),
-                self.part.nbytes + 2 * self.mx.nbytes + self.attn.nbytes)
-            add(f"L{n}.o_proj", res,
-                lambda p=p: res(x1.partition_mut((1, to[0])), attn2,
-                                w[p + "self_attn.o_proj.weight"], x0, BK=to[1]),
-                w[p + "self_attn.o_proj.weight"].nbytes + B * (3 * h) * it + self.attn.nbytes,
-                2 * B * w[p + "self_attn.o_proj.weight"].size)
-            add(f"L{n}.gate_up", swiglu,
-                lambda p=p: swiglu(self.h.partition_mut((1, tgu[0])), x1,
-                                   w[p + "post_attention_layernorm.weight"],
-                                   w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"],
-                                   h, eps, BK=tgu[1]),
-                2 * w[p + "mlp.gate_proj.weight"].nbytes + self.h.nbytes + B * h * it,
-                4 * B * w[p + "mlp.gate_proj.weight"].size)
-            add(f"L{n}.down", res,
-                lambda p=p: res(x0.partition_mut((1, td[0])), self.h,
-                                w[p + "mlp.down_proj.weight"], x1, BK=td[1]),
-                w[p + "mlp.down_proj.weight"].nbytes + self.h.nbytes + 3 * B * h * it,
-                2 * B * w[p + "mlp.down_proj.weight"].size)
-        head = D.RMS_GEMV_ARGMAX.kernel(dt=dt, hints=occ)
+        p = f"model.layers.{n}."
+        kc, vc = self.kcache[n], self.vcache[n]
+        add(f"L{n}.qkv", rms,
+            lambda p=p: rms(self.qkv.partition_mut((1, tq[0])), x0,
+                            w[p + "input_layernorm.weight"], w[p + "qkv"], h, eps,
+                            BK=tq[1]),
+            w[p + "qkv"].nbytes + B * (h + heads * d) * it, 2 * B * w[p + "qkv"].size)
+        add(f"L{n}.attention", attend,
+            lambda p=p, kc=kc, vc=vc: attend(
+                kc.partition_mut((1, ch, d)), vc.partition_mut((1, ch, d)),
+                self.part.partition_mut((1, g, d)), self.mx.partition_mut((1, g, 1)),
+                self.sm.partition_mut((1, g, 1)), qkv3, w[p + "self_attn.q_norm.weight"]
+                .reshape(2, d // 2), w[p + "self_attn.k_norm.weight"].reshape(2, d // 2),
+                self.cos, self.sin, self.pos, kv, eps, qk_scale, HD=d // 2),
+            (kv_step if self.unsafe_append else 2 * kv_step)
+            + self.part.nbytes + 2 * self.mx.nbytes, 2 * g * kv_step // it)
+        add(f"L{n}.combine", combine,
+            lambda: combine(self.attn.partition_mut((1, g, d)), part4, mx4, sm4, self.pos,
+                            CH=ch, BS=bs),
+            self.part.nbytes + 2 * self.mx.nbytes + self.attn.nbytes)
+        add(f"L{n}.o_proj", res,
+            lambda p=p: res(x1.partition_mut((1, to[0])), attn2,
+                            w[p + "self_attn.o_proj.weight"], x0, BK=to[1]),
+            w[p + "self_attn.o_proj.weight"].nbytes + B * (3 * h) * it + self.attn.nbytes,
+            2 * B * w[p + "self_attn.o_proj.weight"].size)
+        add(f"L{n}.gate_up", swiglu,
+            lambda p=p: swiglu(self.h.partition_mut((1, tgu[0])), x1,
+                               w[p + "post_attention_layernorm.weight"],
+                               w[p + "mlp.gate_proj.weight"], w[p + "mlp.up_proj.weight"],
+                               h, eps, BK=tgu[1]),
+            2 * w[p + "mlp.gate_proj.weight"].nbytes + self.h.nbytes + B * h * it,
+            4 * B * w[p + "mlp.gate_proj.weight"].size)
+        add(f"L{n}.down", res,
+            lambda p=p: res(x0.partition_mut((1, td[0])), self.h,
+                            w[p + "mlp.down_proj.weight"], x1, BK=td[1]),
+            w[p + "mlp.down_proj.weight"].nbytes + self.h.nbytes + 3 * B * h * it,
+            2 * B * w[p + "mlp.down_proj.weight"].size)
+
+    def _plan_head(self, add, occ: str) -> None:
+        """The last two launches: the normed LM head with a per-tile argmax, and the argmax over
+        the tiles that gives each sequence its next token."""
+        c, B, w = self.config, self.batch, self.weights
+        h, eps = c.hidden_size, float(c.rms_norm_eps)
+        x0 = self.x[0]
+        head = D.RMS_GEMV_ARGMAX.kernel(dt=self.dtype.name, hints=occ)
         th = self._tile("lm_head")
         add("lm_head", head,
             lambda: head(self.logits.partition_mut((1, th[0])), self.best.partition_mut((1, 1)),
@@ -453,7 +327,6 @@ class Qwen3:
             lambda: am(self.token.partition_mut((bb, 1)), self.pos.partition_mut((1, 1)),
                        self.best, self.best_at, BC=min(16384, _pow2(self.head_tiles))),
             2 * self.best.nbytes)
-        return L
 
     @property
     def launches(self) -> list[Launch]:

@@ -20,9 +20,12 @@ cell), a ``KernelDef``, or a plain ``@ct.kernel`` function from cuda.tile (its `
 references, helper functions included, are redirected to the simulator). The ownership checker
 is not run here (``Kernel.check()`` does that): the simulator shows what a kernel actually does.
 
-Modules: ``dtypes`` (dtypes, promotion, rounding), ``tiles`` (tiles and compute ops), ``memory``
-(array arguments, loads/stores/gather/scatter/atomics, access records), ``namespace`` (the ``ct``
-the kernel sees), ``engine`` (``simulate``), ``result`` (``SimResult``), ``picture`` (figures).
+Modules: ``dtypes`` (dtypes, promotion, rounding), ``tiles`` (tiles and compute ops: ``tile_value``,
+``tile_elementwise``, ``tile_shapes``, ``tile_reductions``, ``tile_matmul``), ``memory`` (array
+arguments and their views; the ops in ``memory_tiles`` and ``memory_pointers``, combined in
+``memory_ops``; access records in ``memory_access``), ``namespace`` (the ``ct`` the kernel sees),
+``engine`` (``simulate``: ``arguments``, ``launch_state``, ``program``, ``scheduling``),
+``result`` (``SimResult``), ``picture`` (figures).
 
 Numerics (what the simulator does where the GPU has a choice):
 

@@ -17,8 +17,9 @@ import numpy as np
 
 from cutile_lab.simulation import dtypes as D
 from cutile_lab.simulation import tiles as T
-from cutile_lab.simulation.memory import (MemoryOps, MemoryOrder, MemoryScope, PaddingMode,
-                                          RoundingMode, SimArray, Slice, TiledView)
+from cutile_lab.simulation.memory import (MemoryOrder, MemoryScope, PaddingMode, RoundingMode,
+                                          SimArray, Slice, TiledView)
+from cutile_lab.simulation.memory_ops import MemoryOps
 from cutile_lab.simulation.tiles import KernelError, Tile
 
 _COMPUTE_OPS = (

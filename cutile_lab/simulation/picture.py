@@ -122,9 +122,6 @@ def ownership_figure(result, name: str | None = None, *, title: str | None = Non
     """A ``matplotlib.figure.Figure`` of who wrote ``name`` (default: the first output):
     each tile's region in its colour with its id in it (for up to 64 tiles), outlines where the
     writer changes, races red and hatched, unwritten elements grey."""
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Patch, Rectangle
-
     if name is None:
         if not result.ownership:
             raise ValueError("nothing was recorded (simulate with record=True)")
@@ -148,15 +145,7 @@ def ownership_figure(result, name: str | None = None, *, title: str | None = Non
         shown[conf_s] = (0.45 * base[conf_s] + 0.55 * _RED).astype(np.uint8)
 
     masked = result.masked.get(name, []) if own_full.ndim in (1, 2) else []
-    if strip:
-        fig = Figure(figsize=(width + 2.0, 2.1), layout="constrained")
-    else:
-        hh = max([h] + [b[0][1] for _t, b in masked])
-        ww = max([w] + [b[1][1] for _t, b in masked])
-        aspect = hh / max(ww, 1)
-        img_w, img_h = (width, width * aspect) if aspect <= 1 else (7.0 / aspect, 7.0)
-        img_w = max(img_w, 3.0)
-        fig = Figure(figsize=(img_w + 2.4, img_h + 1.3), layout="constrained")
+    fig = _figure(strip, h, w, masked, width)
     ax = fig.add_subplot(1, 1, 1)
     ax.imshow(shown, interpolation="nearest", aspect="auto" if strip else "equal",
               extent=(-0.5, w - 0.5, h - 0.5, -0.5))
@@ -165,61 +154,14 @@ def ownership_figure(result, name: str | None = None, *, title: str | None = Non
         return (x0 * sx - 0.5, y0 * sy - 0.5, min(x1 * sx, w) - x0 * sx,
                 min(y1 * sy, h) - y0 * sy)
 
-    rects = _rectangles(own_s)
-    ids = np.unique(own[own >= 0])
     if labels is None:
+        ids = np.unique(own[own >= 0])
         labels = 0 < ids.size <= _MAX_LABELS
-    if rects is not None:
-        if len(rects) <= _MAX_OUTLINES:
-            for v, y0, y1, x0, x1 in rects:
-                x, y, bw, bh = box(y0, y1, x0, x1)
-                ax.add_patch(Rectangle((x, y), bw, bh, fill=False, edgecolor="white",
-                                       linewidth=0.8))
-        if labels:
-            biggest: dict = {}
-            for v, y0, y1, x0, x1 in rects:
-                if v >= 0:
-                    biggest[v] = max(biggest.get(v, 0), (y1 - y0) * (x1 - x0))
-            for v, y0, y1, x0, x1 in rects:
-                if v < 0 or (y1 - y0) * (x1 - x0) < 0.25 * biggest[v]:
-                    continue
-                x, y, bw, bh = box(y0, y1, x0, x1)
-                cx, cy = x + bw / 2, y + bh / 2
-                colour = _text_colour(shown[(y0 + y1) // 2, (x0 + x1) // 2])
-                text = str(int(v))
-                small = strip and bw / w < 0.03
-                ax.text(cx, cy, text, ha="center", va="center", fontsize=7 if small else 9,
-                        color=colour, fontweight="bold")
+    _draw_tiles(ax, own_s, shown, box, labels, strip and w)
     if conf_s is not None:
-        crects = _rectangles(conf_s.astype(np.int8))
-        if crects is not None:
-            for v, y0, y1, x0, x1 in crects:
-                if v:
-                    x, y, bw, bh = box(y0, y1, x0, x1)
-                    ax.add_patch(Rectangle((x, y), bw, bh, fill=False, hatch="///",
-                                           edgecolor=_RED / 255, linewidth=1.2))
-
-    # stores that crossed the edge: the part of the tile outside the array, masked off
-    x_max, y_max = w, h
+        _draw_races(ax, conf_s, box)
     if masked:
-        lut = _colour_lut(own, result.grid)
-        for t, nominal in masked[:_MAX_OUTLINES]:
-            (y0, y1), (x0, x1) = ((0, 1),) + nominal if strip else nominal
-            colour = _PALETTE[lut[t]] / 255 if t < len(lut) else _GREY / 255
-            parts = [(max(x0, w), x1, y0, min(y1, h)), (x0, min(x1, w), max(y0, h), y1),
-                     (max(x0, w), x1, max(y0, h), y1)]
-            for px0, px1, py0, py1 in parts:
-                if px1 > px0 and py1 > py0:
-                    ax.add_patch(Rectangle((px0 - 0.5, py0 - 0.5), px1 - px0, py1 - py0,
-                                           facecolor=(*colour, 0.25), hatch="..",
-                                           edgecolor=(*colour, 0.9), linestyle="--",
-                                           linewidth=0.8))
-            x_max, y_max = max(x_max, x1), max(y_max, y1)
-        ax.set_xlim(-0.5, x_max - 0.5)
-        ax.set_ylim(y_max - 0.5, -0.5)
-        ax.axvline(w - 0.5, color="black", linewidth=1.2)
-        if not strip:
-            ax.axhline(h - 0.5, color="black", linewidth=1.2)
+        _draw_masked(ax, masked, _colour_lut(own, result.grid), strip, h, w)
 
     if strip:
         ax.set_yticks([])
@@ -227,9 +169,95 @@ def ownership_figure(result, name: str | None = None, *, title: str | None = Non
     else:
         ax.set_xlabel("column" if own_full.ndim == 2 else "last axis")
         ax.set_ylabel("row" if own_full.ndim == 2 else "leading axes, flattened")
-
-    n_written = int((own >= 0).sum() + (own == SHARED_ATOMIC).sum())
     n_conf = int(conflict_full.sum()) if conflict_full is not None else 0
+    ax.set_title(title or _title(result, name, own_full, own, n_conf), fontsize=10)
+    _legend(fig, own, n_conf, masked)
+    return fig
+
+
+def _figure(strip: bool, h: int, w: int, masked: list, width: float):
+    """An empty figure sized for the map (and the masked tiles past its edge)."""
+    from matplotlib.figure import Figure
+    if strip:
+        return Figure(figsize=(width + 2.0, 2.1), layout="constrained")
+    hh = max([h] + [b[0][1] for _t, b in masked])
+    ww = max([w] + [b[1][1] for _t, b in masked])
+    aspect = hh / max(ww, 1)
+    img_w, img_h = (width, width * aspect) if aspect <= 1 else (7.0 / aspect, 7.0)
+    img_w = max(img_w, 3.0)
+    return Figure(figsize=(img_w + 2.4, img_h + 1.3), layout="constrained")
+
+
+def _draw_tiles(ax, own_s: np.ndarray, shown: np.ndarray, box, labels: bool, strip_w) -> None:
+    """White outlines where the writer changes, and each tile's id in its largest region
+    (``strip_w``: the map's width for a 1-D strip, where narrow regions get smaller ids)."""
+    from matplotlib.patches import Rectangle
+    rects = _rectangles(own_s)
+    if rects is None:
+        return
+    if len(rects) <= _MAX_OUTLINES:
+        for v, y0, y1, x0, x1 in rects:
+            x, y, bw, bh = box(y0, y1, x0, x1)
+            ax.add_patch(Rectangle((x, y), bw, bh, fill=False, edgecolor="white",
+                                   linewidth=0.8))
+    if not labels:
+        return
+    biggest: dict = {}
+    for v, y0, y1, x0, x1 in rects:
+        if v >= 0:
+            biggest[v] = max(biggest.get(v, 0), (y1 - y0) * (x1 - x0))
+    for v, y0, y1, x0, x1 in rects:
+        if v < 0 or (y1 - y0) * (x1 - x0) < 0.25 * biggest[v]:
+            continue
+        x, y, bw, bh = box(y0, y1, x0, x1)
+        cx, cy = x + bw / 2, y + bh / 2
+        colour = _text_colour(shown[(y0 + y1) // 2, (x0 + x1) // 2])
+        small = bool(strip_w) and bw / strip_w < 0.03
+        ax.text(cx, cy, str(int(v)), ha="center", va="center", fontsize=7 if small else 9,
+                color=colour, fontweight="bold")
+
+
+def _draw_races(ax, conf_s: np.ndarray, box) -> None:
+    """Red hatching over the elements two or more tiles wrote."""
+    from matplotlib.patches import Rectangle
+    crects = _rectangles(conf_s.astype(np.int8))
+    if crects is None:
+        return
+    for v, y0, y1, x0, x1 in crects:
+        if v:
+            x, y, bw, bh = box(y0, y1, x0, x1)
+            ax.add_patch(Rectangle((x, y), bw, bh, fill=False, hatch="///",
+                                   edgecolor=_RED / 255, linewidth=1.2))
+
+
+def _draw_masked(ax, masked: list, lut: np.ndarray, strip: bool, h: int, w: int) -> None:
+    """Stores that crossed the edge: the part of each tile outside the array, masked off,
+    dashed in the tile's colour; the axes grow to show it and the array's edge is drawn."""
+    from matplotlib.patches import Rectangle
+    x_max, y_max = w, h
+    for t, nominal in masked[:_MAX_OUTLINES]:
+        (y0, y1), (x0, x1) = ((0, 1),) + nominal if strip else nominal
+        colour = _PALETTE[lut[t]] / 255 if t < len(lut) else _GREY / 255
+        parts = [(max(x0, w), x1, y0, min(y1, h)), (x0, min(x1, w), max(y0, h), y1),
+                 (max(x0, w), x1, max(y0, h), y1)]
+        for px0, px1, py0, py1 in parts:
+            if px1 > px0 and py1 > py0:
+                ax.add_patch(Rectangle((px0 - 0.5, py0 - 0.5), px1 - px0, py1 - py0,
+                                       facecolor=(*colour, 0.25), hatch="..",
+                                       edgecolor=(*colour, 0.9), linestyle="--",
+                                       linewidth=0.8))
+        x_max, y_max = max(x_max, x1), max(y_max, y1)
+    ax.set_xlim(-0.5, x_max - 0.5)
+    ax.set_ylim(y_max - 0.5, -0.5)
+    ax.axvline(w - 0.5, color="black", linewidth=1.2)
+    if not strip:
+        ax.axhline(h - 0.5, color="black", linewidth=1.2)
+
+
+def _title(result, name: str, own_full: np.ndarray, own: np.ndarray, n_conf: int) -> str:
+    """What the picture shows: the kernel, the array, the grid and its tile numbering, how many
+    tiles wrote and how many elements were written (and in races)."""
+    n_written = int((own >= 0).sum() + (own == SHARED_ATOMIC).sum())
     shape = list(own_full.shape)
     grid = tuple(result.grid)
     numbering = ""
@@ -238,12 +266,15 @@ def ownership_figure(result, name: str | None = None, *, title: str | None = Non
     elif len(grid) == 3:
         numbering = f" (tile id = ({grid[1]}·bid0 + bid1)·{grid[2]} + bid2)"
     writers = sum(1 for per_tile in result.writes_by_tile.values() if name in per_tile)
-    text = title or (f"{result.kernel}: which tile wrote `{name}` {shape}\n"
-                     f"grid {grid}{numbering}, {writers} tile(s) wrote, "
-                     f"{n_written}/{own.size} elements written"
-                     + (f", {n_conf} in races" if n_conf else ""))
-    ax.set_title(text, fontsize=10)
+    return (f"{result.kernel}: which tile wrote `{name}` {shape}\n"
+            f"grid {grid}{numbering}, {writers} tile(s) wrote, "
+            f"{n_written}/{own.size} elements written"
+            + (f", {n_conf} in races" if n_conf else ""))
 
+
+def _legend(fig, own: np.ndarray, n_conf: int, masked: list) -> None:
+    """A legend for the special colours the picture uses."""
+    from matplotlib.patches import Patch
     handles = []
     if (own == UNWRITTEN).any():
         handles.append(Patch(facecolor=_GREY / 255, edgecolor="black", label="not written"))
@@ -258,7 +289,6 @@ def ownership_figure(result, name: str | None = None, *, title: str | None = Non
                              label="atomic updates by 2+ tiles"))
     if handles:
         fig.legend(handles=handles, loc="outside right upper", fontsize=8, frameon=False)
-    return fig
 
 
 def mismatch_figure(result, name: str, wrong: np.ndarray, *, title: str | None = None,

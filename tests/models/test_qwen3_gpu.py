@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from cutile_lab.models import reference
-from cutile_lab.models.qwen3 import Qwen3, Qwen3Config, random_weights
+from cutile_lab.models.qwen3 import Qwen3
+from cutile_lab.models.qwen3_config import Qwen3Config, random_weights
 
 pytestmark = pytest.mark.gpu
 

@@ -9,7 +9,8 @@ import pytest
 import cutile_lab as cl
 from cutile_lab.errors import LaunchError
 from cutile_lab.models import reference
-from cutile_lab.models.qwen3 import Qwen3, Qwen3Config, load_checkpoint, random_weights
+from cutile_lab.models.qwen3 import Qwen3
+from cutile_lab.models.qwen3_config import Qwen3Config, load_checkpoint, random_weights
 
 RNG = np.random.default_rng()
 
