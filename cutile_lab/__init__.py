@@ -9,8 +9,9 @@
 
     report = add.compile("sm_90", B=128)
 """
-from cutile_lab.errors import (CompileError, CutileLabError, Diagnostic, KernelDiagnosticsError,
-                               LanguageError, LaunchError, NoDeviceError, Span, ToolchainError)
+from cutile_lab.diagnostics import Diagnostic, Span
+from cutile_lab.errors import (CompileError, CutileLabError, KernelDiagnosticsError, LanguageError,
+                               LaunchError, NoDeviceError, ToolchainError)
 from cutile_lab.kernel import Kernel, kernel, kernels_from_source, load_kernels
 from cutile_lab.lang import *  # noqa: F401,F403  (cl.Mut, cl.f32, ...)
 from cutile_lab.lang import __all__ as _lang_all

@@ -20,8 +20,9 @@ A kernel is checked in passes, one per module, each saying in its docstring what
   moves, in-flight borrows, arguments against the signature); for a CUDA C++ kernel, against the
   ownership its signature declares: ``cuda_launch``.
 
-Plus the registry of codes (``codes``), the catalog's machinery (``catalog``) and the rendering of
-diagnostics as text, HTML and JSON (``render``). This package must not compile, launch or touch a
+Plus the catalog's machinery (``catalog``: its examples run through these passes). The values
+these passes report, the registry of codes and their rendering as text, HTML and JSON are
+``cutile_lab.diagnostics``, below every stage. This package must not compile, launch or touch a
 device.
 
 Why the launch rules matter for speed as well as safety: the compile driver declares every array
@@ -38,12 +39,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from cutile_lab.errors import Diagnostic, LanguageError, Span
+from cutile_lab.diagnostics import Diagnostic, Span, sort_diagnostics
+from cutile_lab.errors import LanguageError
 from cutile_lab.language.frontend import KernelDef, KernelSource, parse_kernels
 
-__all__ = ["check_kernel", "check_kernels", "check_source", "check_launch", "ArgDesc",
-           "BorrowState", "render_text", "render_html", "to_json", "CODES", "sort_diagnostics",
-           "unchecked_spans", "UNCHECKED"]
+__all__ = ["check_kernel", "check_kernels", "check_source", "unchecked_spans", "UNCHECKED"]
 
 UNCHECKED = "TL050"     # the note that marks code the checker did not check
 
@@ -52,15 +52,6 @@ def unchecked_spans(diags) -> list[Span]:
     """The spans of the unchecked code among ``diags`` (``with unsafe():`` blocks, helper calls
     that run one), in source order: what a report shows as "N unchecked blocks"."""
     return [d.span for d in sort_diagnostics(diags) if d.code == UNCHECKED and d.span]
-
-
-def sort_diagnostics(diags) -> list[Diagnostic]:
-    """Errors first, then warnings, then notes; each in source order."""
-    rank = {"error": 0, "warning": 1, "note": 2}
-    return sorted(diags, key=lambda d: (rank.get(d.severity, 3),
-                                        d.span.filename if d.span else "",
-                                        d.span.line if d.span else 0,
-                                        d.span.col if d.span else 0))
 
 
 def check_kernel(kdef: KernelDef, globals_: Mapping | None = None) -> list[Diagnostic]:
@@ -136,16 +127,3 @@ def check_source(text: str, filename: str = "<source>", *, globals_: Mapping | N
                  'def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]): ...')]
     return check_kernels(kdefs, globals_)
 
-
-def __getattr__(name: str):
-    # lazy re-exports: importing the package stays cheap for the compile driver
-    if name in ("render_text", "render_html", "to_json"):
-        from cutile_lab.checking import render
-        return getattr(render, name)
-    if name in ("check_launch", "ArgDesc", "BorrowState"):
-        from cutile_lab.checking import launch_rules
-        return getattr(launch_rules, name)
-    if name == "CODES":
-        from cutile_lab.checking.codes import CODES
-        return CODES
-    raise AttributeError(name)

@@ -21,7 +21,7 @@ from typing import Sequence
 from cutile_lab.checking.launch_rules import (ArgDesc, BorrowState, _argument_spans,
                                               _dtype_name, _Reporter, alias_problems,
                                               borrow_problems)
-from cutile_lab.errors import Diagnostic, Label, Span
+from cutile_lab.diagnostics import Diagnostic, Label, Span
 
 
 def check_cuda_launch(sig, args: Sequence[ArgDesc], call_site: Span | None = None,

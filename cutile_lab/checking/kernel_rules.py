@@ -14,10 +14,11 @@ import ast
 from typing import Callable, Iterable, Iterator
 
 from cutile_lab.checking.context import (PY_BUILTIN_NAMES, TILE_ATTRS, TILE_METHODS,
-                                         KernelContext, ct_has, did_you_mean, first_output, head,
+                                         KernelContext, ct_has, first_output, head,
                                          is_unsafe_with, short, tile_shape_text)
 from cutile_lab.checking.tiletypes import TileV
-from cutile_lab.errors import Diagnostic
+from cutile_lab.diagnostics import Diagnostic
+from cutile_lab.diagnostics.suggest import did_you_mean
 from cutile_lab.language import surface
 from cutile_lab.language.options import option_problem
 

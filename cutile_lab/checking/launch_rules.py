@@ -16,8 +16,7 @@ import threading
 from dataclasses import dataclass
 from typing import Callable, Literal, Mapping, Sequence
 
-from cutile_lab.checking.codes import CODES
-from cutile_lab.errors import Diagnostic, Label, Span
+from cutile_lab.diagnostics import CODES, Diagnostic, Label, Span
 from cutile_lab.language.dtypes import DTYPES, dtype_by_name
 from cutile_lab.language.frontend import KernelDef
 
@@ -636,7 +635,7 @@ class _Reporter:
                           tuple(dict.fromkeys(labels)), help, tuple(notes))
 
     def report(self, problems) -> list[Diagnostic]:
-        from cutile_lab.checking import sort_diagnostics
+        from cutile_lab.diagnostics import sort_diagnostics
         out = []
         for prob in problems:
             d = getattr(self, "_" + prob[0])(*prob[1:])

@@ -16,7 +16,8 @@ import copy
 import hashlib
 from dataclasses import dataclass, field
 
-from cutile_lab.errors import CompileError, Span
+from cutile_lab.diagnostics import Span
+from cutile_lab.errors import CompileError
 from cutile_lab.language.dtypes import ALIASES, DTYPES
 from cutile_lab.language.frontend import KernelDef
 from cutile_lab.language.options import option_problem

@@ -10,14 +10,15 @@ from __future__ import annotations
 import html
 from typing import Callable, Iterable, Sequence
 
-from cutile_lab.errors import CutileLabError, Diagnostic, Label, Span
+from cutile_lab.diagnostics import Diagnostic, Label, Span
+from cutile_lab.errors import CutileLabError
 
 SourceLookup = Callable[[str, int], str]
 
 
 def _render_module():
     try:
-        from cutile_lab.checking import render
+        from cutile_lab.diagnostics import render
     except ImportError:
         return None
     return render

@@ -20,8 +20,8 @@ import warnings
 from dataclasses import replace
 from typing import Any, Sequence
 
-from cutile_lab.errors import (CutileLabError, Diagnostic, KernelDiagnosticsError, Label,
-                               LaunchWarning, Span)
+from cutile_lab.diagnostics import Diagnostic, Label, Span
+from cutile_lab.errors import CutileLabError, KernelDiagnosticsError, LaunchWarning
 
 _TILEKERNEL = re.compile(r"^<tilekernel-cell-(\d+)(?:\.\d+)?>$")
 _LAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

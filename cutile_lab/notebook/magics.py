@@ -276,7 +276,7 @@ def _run_top_level(shell, cell: str, filename: str, kernel_names: set):
     """Run the cell's statements other than its kernels (constants, imports, helpers) in the
     notebook's namespace, as Python would; a failure becomes a diagnostic at its line."""
     import ast
-    from cutile_lab.errors import Diagnostic, Span
+    from cutile_lab.diagnostics import Diagnostic, Span
     tree = ast.parse(cell, filename=filename)
     body = [n for n in tree.body
             if not (isinstance(n, ast.FunctionDef) and n.name in kernel_names)]
@@ -604,7 +604,7 @@ def _prewarm() -> None:
     ``CUTILE_LAB_NO_PREWARM=1`` turns it off."""
     try:
         from cutile_lab.checking import check_kernel  # noqa: F401
-        from cutile_lab.checking import render  # noqa: F401
+        from cutile_lab.diagnostics import render  # noqa: F401
         from cutile_lab.compiling import cache, driver, lowering  # noqa: F401
         from cutile_lab.compiling.toolchain import toolchain_or_none
         from cutile_lab.notebook import diagnostics, highlight, report  # noqa: F401

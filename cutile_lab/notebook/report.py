@@ -28,7 +28,7 @@ import itertools
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-from cutile_lab.errors import Diagnostic
+from cutile_lab.diagnostics import Diagnostic
 from cutile_lab.notebook import diagnostics as _diag
 
 REPORT_MIME = "application/vnd.cutile-lab.report+json"

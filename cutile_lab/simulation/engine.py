@@ -23,7 +23,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from cutile_lab.errors import Diagnostic, Label, SimulationError, Span
+from cutile_lab.diagnostics import Diagnostic, Label, Span
+from cutile_lab.errors import SimulationError
 from cutile_lab.simulation import dtypes as D
 from cutile_lab.simulation.memory import SimArray, Tracker
 from cutile_lab.simulation.namespace import kernel_builtins, make_namespace, printf_text
