@@ -586,14 +586,6 @@ def split_line_options(line: str, magic_func) -> tuple[Any, str]:
     return opts, rest
 
 
-def _inject_names(shell) -> None:
-    import cutile_lab
-    import cutile_lab.lang as lang
-    names = {n: getattr(lang, n) for n in lang.__all__}
-    names["cl"] = cutile_lab
-    shell.push(names, interactive=False)
-
-
 _prewarm_thread = None
 
 
@@ -633,12 +625,12 @@ def wait_prewarm(timeout: float = 10.0) -> None:
 
 
 def load_ipython_extension(ipython) -> None:
-    """``%load_ext cutile_lab``: register the magics, inject the language's names and ``cl``."""
+    """Register the magics (``%load_ext cutile_lab`` calls this, then puts the language's names
+    and ``cl`` in the user's namespace: ``cutile_lab.load_ipython_extension``)."""
     global _prewarm_thread
     ipython.register_magics(TileMagics)
     from cutile_lab.notebook.cuda_magic import CudaMagics
     ipython.register_magics(CudaMagics)
-    _inject_names(ipython)
     from cutile_lab.notebook import launch_view, live
     launch_view.install(ipython)
     live.register(ipython)
