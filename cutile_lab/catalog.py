@@ -228,7 +228,6 @@ class SimHost:
         self.diagnostics: list[Diagnostic] = []
         self._ptr = 0x7F3A_0000_0000
         self._id = 0
-        self._names: dict[int, str] = {}
 
     def new_id(self) -> int:
         """Every tensor object, views included, has its own id (as in the runtime); overlap

@@ -38,10 +38,7 @@ def cmd_info(args) -> int:
 
 
 def _gpu_line() -> str:
-    try:
-        from cutile_lab.runtime.device import describe_device
-    except ImportError:
-        return "unknown (runtime not installed)"
+    from cutile_lab.runtime.device import describe_device
     try:
         return describe_device()
     except CutileLabError as e:

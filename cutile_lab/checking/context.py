@@ -13,7 +13,6 @@ from typing import Iterable, Iterator, Mapping
 from cutile_lab.diagnostics import CODES, Diagnostic, Label, Span
 from cutile_lab.language import surface
 from cutile_lab.language.frontend import KernelDef, Param
-from cutile_lab.language.types import format_shape
 
 # What ``cuda.tile`` exports (cuda-tile 1.x), so that ``ct.<name>`` can be checked without
 # importing cuTile; a name missing here is looked up in the real module before it is reported.
@@ -215,9 +214,6 @@ class KernelContext:
             self._modules = mods
         return self._modules
 
-    def is_local(self, name: str) -> bool:
-        return name in self.locals
-
     def language_name(self, name: str) -> bool:
         """A name the language gives meaning to, not shadowed by a local or a parameter."""
         return name not in self.locals and name not in self.params
@@ -232,14 +228,6 @@ class KernelContext:
 
     def in_unsafe(self, node: ast.AST) -> bool:
         return id(node) in self.unsafe_of
-
-    def enclosing_loop(self, node: ast.AST) -> ast.AST | None:
-        cur = self.parents.get(id(node))
-        while cur is not None and cur is not self.fn:
-            if isinstance(cur, (ast.For, ast.AsyncFor, ast.While)):
-                return cur
-            cur = self.parents.get(id(cur))
-        return None
 
     # calls
 
@@ -421,10 +409,3 @@ def tile_shape_text(p: Param) -> str:
     inner = ", ".join("?" if d is None else str(d) for d in dims)
     return f"({inner},)" if len(dims) == 1 else f"({inner})"
 
-
-def annotation_text(p: Param) -> str:
-    dt = p.dtype.name if p.dtype is not None else "f32"
-    shape = format_shape(p.shape)
-    if p.role == "mut":
-        return f'Mut[Tensor[{dt}, "{shape}"]]'
-    return f'Tensor[{dt}, "{shape}"]'

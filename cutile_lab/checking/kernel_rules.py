@@ -68,7 +68,6 @@ def kernel_options(ctx: KernelContext) -> Iterator[Diagnostic]:
 @rule
 def load_padding(ctx: KernelContext) -> Iterator[Diagnostic]:
     """TL028: ``padding=`` of a load names a padding mode."""
-    from cutile_lab.compiling.lowering import PADDINGS
     for call in ctx.calls():
         kind, name, _ = ctx.callee(call)
         if kind != "fn" or name not in ("load_tile_like", "load_tile"):
@@ -77,11 +76,11 @@ def load_padding(ctx: KernelContext) -> Iterator[Diagnostic]:
             if kw.arg != "padding":
                 continue
             value = kw.value
-            if isinstance(value, ast.Constant) and value.value in PADDINGS:
+            if isinstance(value, ast.Constant) and value.value in surface.PADDINGS:
                 continue
             yield ctx.diag(
                 "TL028", f"`padding={short(value)}` is not a padding mode", value,
-                help="write one of " + ", ".join(f'`padding="{p}"`' for p in PADDINGS) +
+                help="write one of " + ", ".join(f'`padding="{p}"`' for p in surface.PADDINGS) +
                      ": what a load puts where the tile reaches past the tensor's edge")
 
 

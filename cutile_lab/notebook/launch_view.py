@@ -68,10 +68,6 @@ def running_cell_file(shell, tb=None) -> str | None:
         f = f.f_back
     return found
 
-    def shown(self, filename: str) -> str:
-        hit = self.of(filename)
-        return hit[0] if hit else filename
-
 
 def _user_frame_span(tb, cells: CellNames) -> Span | None:
     """The deepest frame of ``tb`` that is the user's notebook code (not the lab's)."""

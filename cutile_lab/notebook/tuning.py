@@ -17,9 +17,6 @@ import sys
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-RESERVED = ("arch", "repeats", "warmup", "use_cache", "record", "check")
-
-
 # --- worker side --------------------------------------------------------------------------------
 
 def compile_config(text: str, filename: str, line_offset: int, kernel_name: str, arch: str,
