@@ -10,7 +10,6 @@ from __future__ import annotations
 import linecache
 from typing import Sequence
 
-from cutile_lab.diagnostics.render import render_text
 from cutile_lab.diagnostics.values import Diagnostic, Span
 
 
@@ -53,6 +52,7 @@ class KernelDiagnosticsError(CutileLabError):
         self._source_lookup = source_lookup
 
     def __str__(self) -> str:
+        from cutile_lab.diagnostics.render import render_text   # loaded when first shown
         return render_text(self.diagnostics, self._source_lookup)
 
 
@@ -121,6 +121,7 @@ class LaunchWarning(UserWarning):
         self.diagnostic = diagnostic
 
     def __str__(self) -> str:
+        from cutile_lab.diagnostics.render import render_text
         try:
             return render_text([self.diagnostic],
                                lambda f, n: linecache.getline(f, n).rstrip("\r\n"))

@@ -14,6 +14,7 @@ Each test reports every violation at once, each with its file and line. The anal
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -268,13 +269,19 @@ def _cycle_text(cycle: list[Edge], root: Path, tangle: set[str] | None = None) -
 # --- the package --------------------------------------------------------------------------
 
 
+@functools.cache
+def _package_edges() -> tuple[Edge, ...]:
+    return tuple(import_edges(ROOT))
+
+
 def test_no_import_cycle_in_the_package():
-    edges = import_edges(ROOT)
+    edges = list(_package_edges())
     cycles = import_cycles(edges)
-    assert not cycles, (f"{len(cycles)} import circle(s) in {PACKAGE}/ (break each by moving "
-                        "what both sides need below both):\n"
-                        + "\n".join(_cycle_text(c, ROOT, tangled_with(c[0].source, edges))
-                                     for c in cycles))
+    if cycles:
+        pytest.fail(f"{len(cycles)} import circle(s) in {PACKAGE}/ (break each by moving what "
+                    "both sides need below both):\n"
+                    + "\n".join(_cycle_text(c, ROOT, tangled_with(c[0].source, edges))
+                                 for c in cycles), pytrace=False)
 
 
 def test_every_module_has_a_stage():
@@ -283,17 +290,21 @@ def test_every_module_has_a_stage():
 
 
 def test_no_module_imports_a_later_stage():
-    bad = upward_imports(import_edges(ROOT))
-    lines = [f"  {e.where(ROOT)}: {e.source} (stage {stage_of(e.source)[0]}) imports "
-             f"{e.target} (stage {stage_of(e.target)[0]})" for e in bad]
-    assert not bad, (f"{len(bad)} import(s) of a later stage (data flows one way; move the "
-                     "shared part down, or pass it in):\n" + "\n".join(lines))
+    bad = upward_imports(list(_package_edges()))
+    if bad:
+        pytest.fail(f"{len(bad)} import(s) of a later stage (data flows one way; move the shared "
+                    "part down, or pass it in):\n"
+                    + "\n".join(f"  {e.where(ROOT)}: {e.source} (stage {stage_of(e.source)[0]}) "
+                                 f"imports {e.target} (stage {stage_of(e.target)[0]})"
+                                 for e in bad), pytrace=False)
 
 
 def test_files_and_functions_are_short():
     bad = size_violations(ROOT)
-    assert not bad, (f"{len(bad)} file(s)/function(s) too long (split them, or say why in a "
-                     "`Size:` line of the module docstring):\n  " + "\n  ".join(bad))
+    if bad:
+        pytest.fail(f"{len(bad)} file(s)/function(s) too long (split them, or say why in a "
+                    "`Size:` line of the module docstring):\n  " + "\n  ".join(bad),
+                    pytrace=False)
 
 
 # --- the checks themselves, on a made-up package ------------------------------------------

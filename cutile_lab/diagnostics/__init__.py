@@ -16,9 +16,20 @@ Running the catalog's examples through the pipeline is ``cutile_lab.catalog``'s 
 """
 from __future__ import annotations
 
-from cutile_lab.diagnostics.codes import CODES, Code
-from cutile_lab.diagnostics.render import render_html, render_text, to_json
+from importlib import import_module
+
 from cutile_lab.diagnostics.values import Diagnostic, Label, Severity, Span, sort_diagnostics
 
 __all__ = ["CODES", "Code", "Diagnostic", "Label", "Severity", "Span", "render_html",
            "render_text", "sort_diagnostics", "to_json"]
+
+# The registry and the renderer load on first use, so that `import cutile_lab` (which needs only
+# the values) stays as cheap as it was.
+_LAZY = {"CODES": "codes", "Code": "codes", "render_text": "render", "render_html": "render",
+         "to_json": "render"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
