@@ -9,8 +9,11 @@
 
     report = add.compile("sm_90", B=128)
 """
-from cutile_lab.errors import (CompileError, CutileLabError, Diagnostic, KernelDiagnosticsError,
-                               LanguageError, LaunchError, NoDeviceError, Span, ToolchainError)
+import sys as _sys
+
+from cutile_lab.diagnostics import Diagnostic, Span
+from cutile_lab.errors import (CompileError, CutileLabError, KernelDiagnosticsError, LanguageError,
+                               LaunchError, NoDeviceError, ToolchainError)
 from cutile_lab.kernel import Kernel, kernel, kernels_from_source, load_kernels
 from cutile_lab.lang import *  # noqa: F401,F403  (cl.Mut, cl.f32, ...)
 from cutile_lab.lang import __all__ as _lang_all
@@ -23,11 +26,21 @@ __all__ = ["Kernel", "kernel", "kernels_from_source", "load_kernels", "CutileLab
 
 
 def load_ipython_extension(ipython):
-    """``%load_ext cutile_lab``"""
+    """``%load_ext cutile_lab``: the magics, and the language's names and ``cl`` in the user's
+    namespace."""
     from cutile_lab.notebook.explain import register as register_explain
     from cutile_lab.notebook.magics import load_ipython_extension as load
     load(ipython)
     register_explain(ipython)
+    _inject_names(ipython)
+
+
+def _inject_names(shell) -> None:
+    """Put the language's names (``Mut``, ``Tensor``, ``f32``...) and ``cl`` (this package) in
+    ``shell``'s user namespace."""
+    names = {n: globals()[n] for n in _lang_all}
+    names["cl"] = _sys.modules[__name__]
+    shell.push(names, interactive=False)
 
 # The host runtime, loaded on first use (cl.zeros, cl.launch, cl.set_backend, ...). Its tensor
 # class is cutile_lab.runtime.Tensor: cl.Tensor is the signature annotation.

@@ -38,10 +38,7 @@ def cmd_info(args) -> int:
 
 
 def _gpu_line() -> str:
-    try:
-        from cutile_lab.runtime.device import describe_device
-    except ImportError:
-        return "unknown (runtime not installed)"
+    from cutile_lab.runtime.device import describe_device
     try:
         return describe_device()
     except CutileLabError as e:
@@ -50,7 +47,7 @@ def _gpu_line() -> str:
 
 def cmd_check(args) -> int:
     from cutile_lab.checking import unchecked_spans
-    from cutile_lab.checking.render import render_text, to_json
+    from cutile_lab.diagnostics.render import render_text, to_json
     try:
         with open(args.file, encoding="utf-8") as f:
             text = f.read()
@@ -79,8 +76,9 @@ def check_file(text: str, path: str) -> list:
     """Diagnostics of every kernel in a file whose top level ran as ``import`` runs it (so plain
     cuTile kernels see their module's aliases and helpers); a file whose top level fails, or
     that holds no kernel, gives one located TL000 error."""
-    from cutile_lab.checking import check_kernel, sort_diagnostics
-    from cutile_lab.errors import Diagnostic, LanguageError
+    from cutile_lab.checking import check_kernel
+    from cutile_lab.diagnostics import Diagnostic, sort_diagnostics
+    from cutile_lab.errors import LanguageError
     from cutile_lab.kernel import load_kernels
     try:
         kernels = load_kernels(path)
@@ -320,16 +318,19 @@ def cmd_cache(args) -> int:
 
 def cmd_explain(args) -> int:
     """``cutile-lab explain TL010``: the catalog's entry for a code, like ``rustc --explain``."""
-    from cutile_lab.checking.explain import entries, explain_text
+    from cutile_lab.diagnostics import CODES
+    from cutile_lab.diagnostics.explain import CatalogLookupError, entries, explain_text
     if args.list or not args.code:
-        from cutile_lab.checking.codes import CODES
         for code in entries():
             info = CODES.get(code)
             print(f"{code}  {info.severity:<8} {info.title}" if info else code)
         if not args.list:
             print("\nexplain one with: cutile-lab explain CODE", file=sys.stderr)
         return 0
-    sys.stdout.write(explain_text(args.code))
+    try:
+        sys.stdout.write(explain_text(args.code))
+    except CatalogLookupError as e:
+        raise CutileLabError(e.message, help=e.help) from None
     return 0
 
 

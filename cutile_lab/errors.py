@@ -1,61 +1,16 @@
-"""Error classes with stable codes, and the source spans and diagnostics every stage reports with.
+"""The lab's exception classes, each with a stable code: ``CutileLabError`` and one subclass per
+stage, plus ``LaunchWarning``.
 
-Owns: ``Span`` (a place in the user's own file or notebook cell), ``Diagnostic`` (a value:
-code, severity, message, primary span, labelled secondary spans, help) and the exception
-hierarchy (``CutileLabError`` and one subclass per stage). Rendering diagnostics as text, HTML or
-JSON belongs to ``cutile_lab.checking.render``; this module only holds the data.
+The values they carry (``Span``, ``Diagnostic``) and the rendering of diagnostics as text, HTML
+or JSON belong to ``cutile_lab.diagnostics``, which this module imports and which never imports
+it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal, Sequence
+import linecache
+from typing import Sequence
 
-Severity = Literal["error", "warning", "note"]
-
-
-@dataclass(frozen=True)
-class Span:
-    """A range in the user's source. Lines are 1-based, columns 0-based (as in ``ast``)."""
-
-    filename: str
-    line: int
-    col: int = 0
-    end_line: int | None = None
-    end_col: int | None = None
-
-    def __str__(self) -> str:
-        return f"{self.filename}:{self.line}:{self.col + 1}"
-
-    @classmethod
-    def of_node(cls, node, filename: str, line_offset: int = 0) -> "Span":
-        """The span of an ``ast`` node parsed from text that starts at ``line_offset + 1``."""
-        end_line = getattr(node, "end_lineno", None)
-        return cls(filename, node.lineno + line_offset, node.col_offset,
-                   None if end_line is None else end_line + line_offset,
-                   getattr(node, "end_col_offset", None))
-
-
-@dataclass(frozen=True)
-class Label:
-    """A secondary span with a short explanation, like rustc's ``-- value moved here``."""
-
-    span: Span
-    message: str
-
-
-@dataclass(frozen=True)
-class Diagnostic:
-    code: str
-    severity: Severity
-    message: str
-    span: Span | None
-    labels: tuple[Label, ...] = ()
-    help: str | None = None
-    notes: tuple[str, ...] = field(default=())
-
-    @property
-    def is_error(self) -> bool:
-        return self.severity == "error"
+from cutile_lab.diagnostics.values import Diagnostic, Span
 
 
 class CutileLabError(Exception):
@@ -97,7 +52,7 @@ class KernelDiagnosticsError(CutileLabError):
         self._source_lookup = source_lookup
 
     def __str__(self) -> str:
-        from cutile_lab.checking.render import render_text
+        from cutile_lab.diagnostics.render import render_text   # loaded when first shown
         return render_text(self.diagnostics, self._source_lookup)
 
 
@@ -183,8 +138,7 @@ class LaunchWarning(UserWarning):
         self.diagnostic = diagnostic
 
     def __str__(self) -> str:
-        import linecache
-        from cutile_lab.checking.render import render_text
+        from cutile_lab.diagnostics.render import render_text
         try:
             return render_text([self.diagnostic],
                                lambda f, n: linecache.getline(f, n).rstrip("\r\n"))

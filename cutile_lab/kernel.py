@@ -18,7 +18,8 @@ import traceback
 import types
 from typing import Any, Mapping
 
-from cutile_lab.errors import Diagnostic, LanguageError, Span
+from cutile_lab.diagnostics import Diagnostic, Span
+from cutile_lab.errors import LanguageError
 from cutile_lab.language.constants import resolve_constants
 from cutile_lab.language.frontend import KernelDef, KernelSource, parse_kernels
 

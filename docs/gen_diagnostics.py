@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from cutile_lab.checking.catalog import regenerate  # noqa: E402
+from cutile_lab.catalog import regenerate  # noqa: E402
 
 CATALOG = ROOT / "docs" / "diagnostics.md"
 

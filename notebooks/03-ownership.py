@@ -510,7 +510,7 @@ print("all launched")
 # %%
 launch = add(cl.zeros(1000).partition(128), x[:1000], y[:1000])
 launch.sync()
-from cutile_lab.checking import render_text
+from cutile_lab.diagnostics import render_text
 print(render_text(launch.diagnostics))
 
 # %% [markdown]

@@ -57,7 +57,7 @@ for name, k in kernels.items():
 # flagged at its line.
 
 # %% tags=["nbval-ignore-output"]
-from cutile_lab.checking import render_text
+from cutile_lab.diagnostics import render_text
 
 for name, k in kernels.items():
     diags = k.check()

@@ -855,7 +855,7 @@ def _backend_module():
 
 
 def _render(diags) -> str:
-    from cutile_lab.checking import render_text
+    from cutile_lab.diagnostics import render_text
     return render_text(list(diags))
 
 

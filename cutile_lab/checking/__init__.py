@@ -24,9 +24,8 @@ A kernel is checked in passes, one per module, each saying in its docstring what
   ``launch_args``, the host's borrow state is ``borrows``, and ``launch_report`` turns the
   problems into diagnostics.
 
-Plus the registry of codes (``codes``), the catalog's machinery (``catalog``), the order
-diagnostics are shown in (``ordering``) and the rendering of diagnostics as text, HTML and JSON
-(``render``). This package must not compile, launch or touch a
+The values these passes report, the registry of codes and their rendering as text, HTML and
+JSON are ``cutile_lab.diagnostics``, below every stage. This package must not compile, launch or touch a
 device.
 
 Why the launch rules matter for speed as well as safety: the compile driver declares every array
@@ -43,13 +42,11 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from cutile_lab.checking.ordering import sort_diagnostics
-from cutile_lab.errors import Diagnostic, LanguageError, Span
+from cutile_lab.diagnostics import Diagnostic, Span, sort_diagnostics
+from cutile_lab.errors import LanguageError
 from cutile_lab.language.frontend import KernelDef, KernelSource, parse_kernels
 
-__all__ = ["check_kernel", "check_kernels", "check_source", "check_launch", "ArgDesc",
-           "BorrowState", "render_text", "render_html", "to_json", "CODES", "sort_diagnostics",
-           "unchecked_spans", "UNCHECKED"]
+__all__ = ["check_kernel", "check_kernels", "check_source", "unchecked_spans", "UNCHECKED"]
 
 UNCHECKED = "TL050"     # the note that marks code the checker did not check
 
@@ -136,9 +133,6 @@ def check_source(text: str, filename: str = "<source>", *, globals_: Mapping | N
 
 def __getattr__(name: str):
     # lazy re-exports: importing the package stays cheap for the compile driver
-    if name in ("render_text", "render_html", "to_json"):
-        from cutile_lab.checking import render
-        return getattr(render, name)
     if name == "check_launch":
         from cutile_lab.checking.launch_rules import check_launch
         return check_launch
@@ -148,7 +142,4 @@ def __getattr__(name: str):
     if name == "BorrowState":
         from cutile_lab.checking.borrows import BorrowState
         return BorrowState
-    if name == "CODES":
-        from cutile_lab.checking.codes import CODES
-        return CODES
     raise AttributeError(name)

@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass
 from typing import Literal
 
-from cutile_lab.errors import Diagnostic, Label, Span
+from cutile_lab.diagnostics import Diagnostic, Label, Span
 
 Use = Literal["read", "write", "launch", "launch_mut"]
 

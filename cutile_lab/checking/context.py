@@ -7,15 +7,12 @@ from __future__ import annotations
 
 import ast
 import builtins
-import difflib
 import linecache
 from typing import Iterable, Iterator, Mapping
 
-from cutile_lab.checking.codes import CODES
-from cutile_lab.errors import Diagnostic, Label, Span
+from cutile_lab.diagnostics import CODES, Diagnostic, Label, Span
 from cutile_lab.language import surface
 from cutile_lab.language.frontend import KernelDef, Param
-from cutile_lab.language.types import format_shape
 
 # What ``cuda.tile`` exports (cuda-tile 1.x), so that ``ct.<name>`` can be checked without
 # importing cuTile; a name missing here is looked up in the real module before it is reported.
@@ -56,37 +53,6 @@ def ct_has(name: str) -> bool:
     except Exception:
         return True            # cannot tell: do not report
     return hasattr(ct, name)
-
-
-def did_you_mean(name: str, candidates: Iterable[str]) -> str | None:
-    """The candidate ``name`` was most likely meant to be: one edit away (a typo, a swapped
-    pair: ``lgo`` -> ``log``), two for longer names, else a close ``difflib`` match."""
-    pool = sorted({c for c in candidates if c and c != name and not c.startswith("_")})
-    limit = 1 if len(name) <= 4 else 2
-    near = [(d, c) for c in pool if abs(len(c) - len(name)) <= limit
-            for d in (edit_distance(name.lower(), c.lower()),) if d <= limit]
-    if near:
-        return min(near)[1]
-    close = difflib.get_close_matches(name, pool, n=1, cutoff=0.72)
-    if not close:
-        lower = {c.lower(): c for c in pool}
-        close = difflib.get_close_matches(name.lower(), list(lower), n=1, cutoff=0.72)
-        close = [lower[c] for c in close]
-    return close[0] if close else None
-
-
-def edit_distance(a: str, b: str) -> int:
-    """Damerau-Levenshtein distance (insert, delete, substitute, swap two neighbours)."""
-    prev2: list[int] = []
-    prev = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        cur = [i] + [0] * len(b)
-        for j, cb in enumerate(b, 1):
-            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                cur[j] = min(cur[j], prev2[j - 2] + 1)
-        prev2, prev = prev, cur
-    return prev[len(b)]
 
 
 def short(node: ast.AST, limit: int = 40) -> str:
@@ -248,9 +214,6 @@ class KernelContext:
             self._modules = mods
         return self._modules
 
-    def is_local(self, name: str) -> bool:
-        return name in self.locals
-
     def language_name(self, name: str) -> bool:
         """A name the language gives meaning to, not shadowed by a local or a parameter."""
         return name not in self.locals and name not in self.params
@@ -265,14 +228,6 @@ class KernelContext:
 
     def in_unsafe(self, node: ast.AST) -> bool:
         return id(node) in self.unsafe_of
-
-    def enclosing_loop(self, node: ast.AST) -> ast.AST | None:
-        cur = self.parents.get(id(node))
-        while cur is not None and cur is not self.fn:
-            if isinstance(cur, (ast.For, ast.AsyncFor, ast.While)):
-                return cur
-            cur = self.parents.get(id(cur))
-        return None
 
     # calls
 
@@ -454,10 +409,3 @@ def tile_shape_text(p: Param) -> str:
     inner = ", ".join("?" if d is None else str(d) for d in dims)
     return f"({inner},)" if len(dims) == 1 else f"({inner})"
 
-
-def annotation_text(p: Param) -> str:
-    dt = p.dtype.name if p.dtype is not None else "f32"
-    shape = format_shape(p.shape)
-    if p.role == "mut":
-        return f'Mut[Tensor[{dt}, "{shape}"]]'
-    return f'Tensor[{dt}, "{shape}"]'

@@ -22,7 +22,7 @@ from cutile_lab.checking.borrows import BorrowState
 from cutile_lab.checking.launch_args import ArgDesc, dtype_name
 from cutile_lab.checking.launch_report import LaunchReporter, argument_spans
 from cutile_lab.checking.launch_rules import alias_problems, borrow_problems
-from cutile_lab.errors import Diagnostic, Label, Span
+from cutile_lab.diagnostics import Diagnostic, Label, Span
 
 
 def check_cuda_launch(sig, args: Sequence[ArgDesc], call_site: Span | None = None,

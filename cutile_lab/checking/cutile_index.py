@@ -26,7 +26,7 @@ from typing import Callable, Iterable, Iterator
 from cutile_lab.checking.context import RAW_READS, RAW_WRITES, KernelContext, short
 from cutile_lab.checking.tiletypes import TensorV, TileV, TupleV, int_of
 from cutile_lab.checking.typecheck_values import CallInfo, RawMemV
-from cutile_lab.errors import Diagnostic
+from cutile_lab.diagnostics import Diagnostic
 
 Rule = Callable[[KernelContext], Iterable[Diagnostic]]
 CUTILE_RULES: list[Rule] = []

@@ -14,10 +14,11 @@ import ast
 from typing import Callable, Iterable, Iterator
 
 from cutile_lab.checking.context import (PY_BUILTIN_NAMES, TILE_ATTRS, TILE_METHODS,
-                                         KernelContext, ct_has, did_you_mean, first_output, head,
+                                         KernelContext, ct_has, first_output, head,
                                          is_unsafe_with, short, tile_shape_text)
 from cutile_lab.checking.tiletypes import TileV
-from cutile_lab.errors import Diagnostic
+from cutile_lab.diagnostics import Diagnostic
+from cutile_lab.diagnostics.suggest import did_you_mean
 from cutile_lab.language import surface
 from cutile_lab.language.options import option_problem
 
@@ -67,7 +68,6 @@ def kernel_options(ctx: KernelContext) -> Iterator[Diagnostic]:
 @rule
 def load_padding(ctx: KernelContext) -> Iterator[Diagnostic]:
     """TL028: ``padding=`` of a load names a padding mode."""
-    from cutile_lab.compiling.lowering import PADDINGS
     for call in ctx.calls():
         kind, name, _ = ctx.callee(call)
         if kind != "fn" or name not in ("load_tile_like", "load_tile"):
@@ -76,11 +76,11 @@ def load_padding(ctx: KernelContext) -> Iterator[Diagnostic]:
             if kw.arg != "padding":
                 continue
             value = kw.value
-            if isinstance(value, ast.Constant) and value.value in PADDINGS:
+            if isinstance(value, ast.Constant) and value.value in surface.PADDINGS:
                 continue
             yield ctx.diag(
                 "TL028", f"`padding={short(value)}` is not a padding mode", value,
-                help="write one of " + ", ".join(f'`padding="{p}"`' for p in PADDINGS) +
+                help="write one of " + ", ".join(f'`padding="{p}"`' for p in surface.PADDINGS) +
                      ": what a load puts where the tile reaches past the tensor's edge")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from cutile_lab.errors import Span
+from cutile_lab.diagnostics import Span
 from cutile_lab.language.dtypes import DTYPES, dtype_by_name, dtype_of_numpy
 
 Role = Literal["mut", "shared", "scalar"]

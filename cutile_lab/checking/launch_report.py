@@ -10,10 +10,8 @@ from __future__ import annotations
 import ast
 import linecache
 
-from cutile_lab.checking.codes import CODES
 from cutile_lab.checking.launch_args import ArgDesc, dtype_name
-from cutile_lab.checking.ordering import sort_diagnostics
-from cutile_lab.errors import Diagnostic, Label, Span
+from cutile_lab.diagnostics import CODES, Diagnostic, Label, Span, sort_diagnostics
 from cutile_lab.language.frontend import KernelDef
 
 def _n(count: int, noun: str) -> str:

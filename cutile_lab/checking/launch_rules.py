@@ -20,7 +20,7 @@ from typing import Callable, Mapping, Sequence
 from cutile_lab.checking.borrows import BorrowState
 from cutile_lab.checking.launch_args import ArgDesc, dtype_name, views_overlap
 from cutile_lab.checking.launch_report import LaunchReporter
-from cutile_lab.errors import Diagnostic, Label, Span
+from cutile_lab.diagnostics import Diagnostic, Label, Span
 from cutile_lab.language.frontend import KernelDef
 
 __all__ = ["ArgDesc", "BorrowState", "check_launch", "argument_problems", "alias_problems",

@@ -27,7 +27,7 @@ from cutile_lab.checking.context import (RAW_WRITES, KernelContext, dtype_name, 
                                          first_output, header, n_, short, tile_shape_text)
 from cutile_lab.checking.tiletypes import TensorV, TileV
 from cutile_lab.checking.typecheck_values import CallInfo
-from cutile_lab.errors import Diagnostic
+from cutile_lab.diagnostics import Diagnostic
 from cutile_lab.language.frontend import Param
 
 Rule = Callable[[KernelContext], Iterable[Diagnostic]]

@@ -22,7 +22,7 @@ from cutile_lab.checking.context import (KernelContext, a_, dtype_name, first_ou
                                          own_store_calls, short)
 from cutile_lab.checking.tiletypes import (TensorV, TileV, format_shape, int_of,
                                            lossless_cast)
-from cutile_lab.errors import Diagnostic
+from cutile_lab.diagnostics import Diagnostic
 from cutile_lab.language.frontend import Param
 
 Rule = Callable[[KernelContext], Iterable[Diagnostic]]

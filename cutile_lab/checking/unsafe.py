@@ -19,7 +19,7 @@ from cutile_lab.checking.context import (RAW_INDEX, RAW_READS, RAW_WRITES, Kerne
                                          first_output, short)
 from cutile_lab.checking.tiletypes import TensorV
 from cutile_lab.checking.typecheck_values import CallInfo, RawMemV
-from cutile_lab.errors import Diagnostic, Span
+from cutile_lab.diagnostics import Diagnostic, Span
 
 Rule = Callable[[KernelContext], Iterable[Diagnostic]]
 RULES: list[Rule] = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, asdict
 
-from cutile_lab.errors import Diagnostic
+from cutile_lab.diagnostics import Diagnostic
 
 
 @dataclass(frozen=True)

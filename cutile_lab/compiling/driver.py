@@ -17,7 +17,8 @@ from cutile_lab.compiling.lowering import LoweredKernel, lower
 from cutile_lab.compiling.specialization import (ArrayLayout, ScalarLayout, Specialization,
                                                  dtype_of, make_specialization)
 from cutile_lab.compiling.tileir import clean_tileir, parse_remarks
-from cutile_lab.errors import CompileError, KernelDiagnosticsError, Span, ToolchainError
+from cutile_lab.diagnostics import Span
+from cutile_lab.errors import CompileError, KernelDiagnosticsError, ToolchainError
 from cutile_lab.language.frontend import KernelDef
 
 KNOWN_ARCHS = ("sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_103",

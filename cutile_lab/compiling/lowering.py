@@ -16,11 +16,12 @@ import copy
 import hashlib
 from dataclasses import dataclass, field
 
-from cutile_lab.errors import CompileError, Span
+from cutile_lab.diagnostics import Span
+from cutile_lab.errors import CompileError
 from cutile_lab.language.dtypes import ALIASES, DTYPES
 from cutile_lab.language.frontend import KernelDef
 from cutile_lab.language.options import option_problem
-from cutile_lab.language.surface import OPS, RAW_MEMORY
+from cutile_lab.language.surface import OPS, PADDINGS, RAW_MEMORY
 
 CT = "ct"
 _ZERO_PAD = f"{CT}.PaddingMode.ZERO"
@@ -387,9 +388,6 @@ class _BodyRewriter(ast.NodeTransformer):
         return node
 
 
-PADDINGS = {"zero": "ZERO", "neg_inf": "NEG_INF", "pos_inf": "POS_INF", "nan": "NAN"}
-
-
 def _padding_keywords(kws: list[ast.keyword]) -> list[ast.keyword]:
     """``padding="neg_inf"`` (the language's spelling) -> ``padding_mode=ct.PaddingMode.NEG_INF``;
     loads pad with zeros unless told otherwise."""
@@ -459,12 +457,11 @@ class _LineEmitter:
 
     def emit(self, fn: ast.FunctionDef, n_lines: int) -> str:
         self.lines: dict[int, str] = {}
-        self.indent_of: dict[int, int] = {}
         stub = ast.FunctionDef(fn.name, fn.args, [ast.Pass()], [], None, None)
         header = ast.unparse(ast.fix_missing_locations(ast.copy_location(stub, fn)))
         header = header.split("\n")[0]
         self._put(fn.lineno, 0, header)
-        self._body(fn.body, 1, fn.lineno)
+        self._body(fn.body, 1)
         last = max(self.lines) if self.lines else 1
         out = []
         for i in range(1, max(n_lines, last) + 1):
@@ -477,7 +474,7 @@ class _LineEmitter:
         else:
             self.lines[line] = "    " * depth + text
 
-    def _body(self, stmts, depth, header_line) -> None:
+    def _body(self, stmts, depth) -> None:
         for s in stmts:
             self._stmt(s, depth)
 
@@ -493,7 +490,7 @@ class _LineEmitter:
             else:
                 head = f"with {', '.join(ast.unparse(i) for i in s.items)}:"
             self._put(line, depth, head)
-            self._body(s.body, depth + 1, line)
+            self._body(s.body, depth + 1)
             if getattr(s, "orelse", None):
                 self._else(s, depth)
             return
@@ -509,7 +506,7 @@ class _LineEmitter:
         if isinstance(s, ast.If) and len(s.orelse) == 1 and isinstance(first, ast.If) \
                 and getattr(first, "_is_elif", False):
             self._put(first.lineno, depth, f"elif {ast.unparse(first.test)}:")
-            self._body(first.body, depth + 1, first.lineno)
+            self._body(first.body, depth + 1)
             if first.orelse:
                 self._else(first, depth)
             return
@@ -517,7 +514,7 @@ class _LineEmitter:
             (ln for ln in range(s.lineno + 1, first.lineno) if ln not in self.lines),
             default=first.lineno)
         self._put(else_line, depth, "else:")
-        self._body(s.orelse, depth + 1, else_line)
+        self._body(s.orelse, depth + 1)
 
 
 def mark_elifs(fn: ast.FunctionDef, text_lines: list[str]) -> None:

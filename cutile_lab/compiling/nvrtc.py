@@ -20,7 +20,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
 from cutile_lab.compiling.driver import LAB_VERSION, normalize_arch
-from cutile_lab.errors import CompileError, Span, ToolchainError
+from cutile_lab.diagnostics import Span
+from cutile_lab.errors import CompileError, ToolchainError
 
 #: NVRTC options the lab passes through (as ``ProgramOptions`` fields)
 OPTIONS = ("use_fast_math", "ftz", "prec_div", "prec_sqrt", "fma", "max_register_count",
@@ -295,7 +296,7 @@ def _warnings(log: str, unit: str, filename: str, line_offset: int) -> list[str]
 
 def error_diagnostics(err: CompileError) -> Sequence:
     """Every NVRTC error of ``err`` as a ``Diagnostic`` (the first one first)."""
-    from cutile_lab.errors import Diagnostic
+    from cutile_lab.diagnostics import Diagnostic
     msgs = getattr(err, "messages", None)
     if not msgs:
         return [Diagnostic(err.code, "error", err.message, err.span, help=err.help)]

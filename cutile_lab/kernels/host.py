@@ -28,19 +28,6 @@ from cutile_lab.runtime.launch import launch_into
 
 # --- shared helpers -----------------------------------------------------------------------------
 
-def _tensor(x):
-    """A tensor argument as the runtime's ``Tensor`` (for callers that check nothing)."""
-    if type(x) is _runtime.Tensor:      # the common case, before any import
-        return x
-    from cutile_lab.runtime import Tensor, asarray, backend, from_numpy
-    if isinstance(x, Tensor):
-        return x
-    import numpy as np
-    if isinstance(x, np.ndarray) and backend() == "gpu":
-        return from_numpy(x).sync()
-    return asarray(x)
-
-
 def _arch() -> tuple[str, str] | None:
     """The tuning target: (device key, architecture) of the GPU in use; None on the simulator."""
     if _runtime.backend() != "gpu":

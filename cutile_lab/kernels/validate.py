@@ -16,7 +16,8 @@ import sys
 import textwrap
 from typing import Iterable, Sequence
 
-from cutile_lab.errors import Diagnostic, KernelDiagnosticsError, Label, Span
+from cutile_lab.diagnostics import Diagnostic, Label, Span
+from cutile_lab.errors import KernelDiagnosticsError
 
 # what each argument is, by the host function's (name, position) of it
 Arg = tuple[str, int | None]

@@ -28,7 +28,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from cutile_lab.errors import LanguageError, Span
+from cutile_lab.diagnostics import Span
+from cutile_lab.errors import LanguageError
 
 Role = Literal["mut", "shared", "scalar"]
 

@@ -11,7 +11,6 @@ class DType:
     numpy: str         # NumPy dtype name ('bfloat16' and fp8 are emulated by the simulator)
     bits: int
     kind: str          # 'f' float, 'i' signed, 'u' unsigned, 'b' bool
-    min_arch: int = 0  # lowest sm version that has the type (fp8 needs sm_89)
 
     @property
     def itemsize(self) -> int:
@@ -33,8 +32,8 @@ bf16 = DType("bf16", "bfloat16", "bfloat16", 16, "f")
 f32 = DType("f32", "float32", "float32", 32, "f")
 f64 = DType("f64", "float64", "float64", 64, "f")
 tf32 = DType("tf32", "tfloat32", "float32", 32, "f")
-f8e4m3 = DType("f8e4m3", "float8_e4m3fn", "float8_e4m3fn", 8, "f", min_arch=89)
-f8e5m2 = DType("f8e5m2", "float8_e5m2", "float8_e5m2", 8, "f", min_arch=89)
+f8e4m3 = DType("f8e4m3", "float8_e4m3fn", "float8_e4m3fn", 8, "f")
+f8e5m2 = DType("f8e5m2", "float8_e5m2", "float8_e5m2", 8, "f")
 i8 = DType("i8", "int8", "int8", 8, "i")
 i16 = DType("i16", "int16", "int16", 16, "i")
 i32 = DType("i32", "int32", "int32", 32, "i")

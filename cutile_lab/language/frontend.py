@@ -10,7 +10,8 @@ import linecache
 from dataclasses import dataclass, field
 from typing import Literal
 
-from cutile_lab.errors import Diagnostic, LanguageError, Span
+from cutile_lab.diagnostics import Diagnostic, Span
+from cutile_lab.errors import LanguageError
 from cutile_lab.language.dtypes import DType, dtype_by_name
 from cutile_lab.language.types import Dim, parse_shape
 

@@ -4,8 +4,9 @@ kernel is defined) and the lowering (which refuses to lower such a kernel): a mi
 ``schedule=`` must never silently compile the default schedule."""
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
+
+from cutile_lab.diagnostics.suggest import did_you_mean
 
 TILE_ORDERS = ("row", "grouped", "reverse")      # how the launch index maps to output tiles
 SCHEDULES = ("tiles", "persistent")              # one instance per tile, or about one per SM
@@ -46,5 +47,5 @@ def option_problem(options: dict) -> OptionProblem | None:
 
 
 def _did_you_mean(name: str, candidates) -> str:
-    close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.7)
-    return f"did you mean `{close[0]}`? " if close else ""
+    close = did_you_mean(name, candidates)
+    return f"did you mean `{close}`? " if close else ""

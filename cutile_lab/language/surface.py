@@ -7,8 +7,8 @@ from __future__ import annotations
 
 # Ownership-checked memory forms of the safe language.
 SAFE_MEMORY = {"load_tile_like", "load_tile", "tile_id", "num_tiles"}
-# Methods on the kernel's own tile (a ``Mut`` parameter).
-OWN_TILE_METHODS = {"load", "store"}
+# ``padding=`` of a load: the language's spelling -> cuTile's ``PaddingMode`` member.
+PADDINGS = {"zero": "ZERO", "neg_inf": "NEG_INF", "pos_inf": "POS_INF", "nan": "NAN"}
 # Raw memory operations: only inside ``with unsafe():``.
 RAW_MEMORY = {"store", "load", "gather", "scatter", "atomic_add", "atomic_and", "atomic_cas",
               "atomic_max", "atomic_min", "atomic_or", "atomic_xchg", "atomic_xor",

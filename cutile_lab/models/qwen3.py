@@ -71,7 +71,7 @@ class Qwen3:
     def __init__(self, config: Qwen3Config, weights: dict, *, dtype: str = "bf16",
                  max_seq: int = 256, batch: int = 1, chunk: int = 64,
                  unsafe_append: bool = False, tiles: dict | None = None):
-        import cutile_lab as cl
+        import cutile_lab.runtime as cl
         from cutile_lab.runtime.dtypes import as_dtype
         self.cl = cl
         self.config = c = config

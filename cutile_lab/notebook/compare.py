@@ -166,7 +166,7 @@ def run_tile_diff(shell, line: str) -> None:
     name, left_text, right_text = words
     kernel = shell.user_ns.get(name)
     if kernel is None or not hasattr(kernel, "compile") or not hasattr(kernel, "definition"):
-        from cutile_lab.checking.context import did_you_mean
+        from cutile_lab.diagnostics.suggest import did_you_mean
         kernels = [k for k, v in shell.user_ns.items()
                    if hasattr(v, "definition") and hasattr(v, "compile") and not k.startswith("_")]
         guess = did_you_mean(name, kernels)

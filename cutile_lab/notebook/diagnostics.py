@@ -2,19 +2,18 @@
 
 Owns: the conversion of ``Diagnostic`` values (and of errors raised on purpose by any stage) to
 the report's JSON shape (lines relative to the cell). Text and HTML are the one renderer's
-(``cutile_lab.checking.render``: the rustc-style layout, painted as text or as HTML); this
+(``cutile_lab.diagnostics.render``: the rustc-style layout, painted as text or as HTML); this
 module only passes the cell's source lookup to it, so every report -- compile, launch, the
 terminal's -- shows a diagnostic the same way.
 """
 from __future__ import annotations
 
 import linecache
-from typing import Callable, Sequence
+from typing import Sequence
 
-from cutile_lab.checking import render as _render
-from cutile_lab.errors import CutileLabError, Diagnostic, Label, Span
-
-SourceLookup = Callable[[str, int], str]
+from cutile_lab.diagnostics import Diagnostic, Label, Span, render
+from cutile_lab.diagnostics.render import SourceLookup
+from cutile_lab.errors import CutileLabError
 
 
 def error_to_diagnostic(err: BaseException, default_span: Span | None = None) -> Diagnostic:
@@ -65,7 +64,7 @@ def diagnostic_json(d: Diagnostic, line_offset: int = 0, url: str | None = None,
 def diagnostics_json(diags: Sequence[Diagnostic], line_offset: int = 0) -> list[dict]:
     """The report's diagnostics: each one's own shape, with the catalog's URL and explanation
     from the renderer's JSON."""
-    theirs = _render.to_json(list(diags))
+    theirs = render.to_json(list(diags))
     return [diagnostic_json(d, line_offset, t.get("url"), t.get("explanation"))
             for d, t in zip(diags, theirs)]
 
@@ -84,8 +83,8 @@ def source_lookup(filename: str, text: str, offset: int) -> SourceLookup:
 
 
 def render_text(diags: Sequence[Diagnostic], lookup: SourceLookup) -> str:
-    return _render.render_text(list(diags), lookup, color=False).rstrip("\n") if diags else ""
+    return render.render_text(list(diags), lookup, color=False).rstrip("\n") if diags else ""
 
 
 def render_html(diags: Sequence[Diagnostic], lookup: SourceLookup) -> str:
-    return _render.render_html(list(diags), lookup) if diags else ""
+    return render.render_html(list(diags), lookup) if diags else ""

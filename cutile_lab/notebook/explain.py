@@ -1,11 +1,9 @@
 """``%tile_explain TL010``: a diagnostic code's catalog entry, inline in the notebook.
 
-Owns only the line magic; the entry itself comes from ``cutile_lab.checking.explain`` (the
+Owns only the line magic; the entry itself comes from ``cutile_lab.diagnostics.explain`` (the
 catalog shipped in the package). Registered by ``%load_ext cutile_lab``.
 """
 from __future__ import annotations
-
-from cutile_lab.errors import CutileLabError
 
 
 def tile_explain(line: str):
@@ -14,17 +12,17 @@ def tile_explain(line: str):
     from IPython.core.error import UsageError
     from IPython.display import Markdown, display
 
-    from cutile_lab.checking.explain import entries, explain, explain_text
+    from cutile_lab.diagnostics import CODES
+    from cutile_lab.diagnostics.explain import CatalogLookupError, entries, explain, explain_text
     code = line.strip()
     if not code:
-        from cutile_lab.checking.codes import CODES
         rows = [f"| `{c}` | {CODES[c].severity if c in CODES else ''} | "
                 f"{CODES[c].title.replace('|', '/') if c in CODES else ''} |" for c in entries()]
         display(Markdown("| code | severity | title |\n|---|---|---|\n" + "\n".join(rows)))
         return None
     try:
         markdown = explain(code)
-    except CutileLabError as e:
+    except CatalogLookupError as e:
         raise UsageError(f"{e.message}; {e.help}") from None
     display({"text/markdown": markdown, "text/plain": explain_text(code)}, raw=True)
     return None

@@ -17,8 +17,8 @@ import warnings
 from dataclasses import replace
 from typing import Any, Sequence
 
-from cutile_lab.errors import (CutileLabError, Diagnostic, KernelDiagnosticsError, Label,
-                               LaunchWarning, Span)
+from cutile_lab.diagnostics import Diagnostic, Label, Span
+from cutile_lab.errors import CutileLabError, KernelDiagnosticsError, LaunchWarning
 from cutile_lab.notebook.cells import CellNames, cell_id, running_cell_file
 
 _LAB_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep

@@ -138,14 +138,6 @@ class TileMagics(Magics):
         return run_tile_bandwidth(self.shell, line)
 
 
-def _inject_names(shell) -> None:
-    import cutile_lab
-    import cutile_lab.lang as lang
-    names = {n: getattr(lang, n) for n in lang.__all__}
-    names["cl"] = cutile_lab
-    shell.push(names, interactive=False)
-
-
 _prewarm_thread = None
 
 
@@ -156,7 +148,7 @@ def _prewarm() -> None:
     ``CUTILE_LAB_NO_PREWARM=1`` turns it off."""
     try:
         from cutile_lab.checking import check_kernel  # noqa: F401
-        from cutile_lab.checking import render  # noqa: F401
+        from cutile_lab.diagnostics import render  # noqa: F401
         from cutile_lab.compiling import cache, driver, lowering  # noqa: F401
         from cutile_lab.compiling.toolchain import toolchain_or_none
         from cutile_lab.notebook import diagnostics, highlight, report  # noqa: F401
@@ -185,12 +177,12 @@ def wait_prewarm(timeout: float = 10.0) -> None:
 
 
 def load_ipython_extension(ipython) -> None:
-    """``%load_ext cutile_lab``: register the magics, inject the language's names and ``cl``."""
+    """Register the magics (``%load_ext cutile_lab`` calls this, then puts the language's names
+    and ``cl`` in the user's namespace: ``cutile_lab.load_ipython_extension``)."""
     global _prewarm_thread
     ipython.register_magics(TileMagics)
     from cutile_lab.notebook.cuda_magic import CudaMagics
     ipython.register_magics(CudaMagics)
-    _inject_names(ipython)
     from cutile_lab.notebook import launch_view, live
     launch_view.install(ipython)
     live.register(ipython)

@@ -23,7 +23,7 @@ import os
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-from cutile_lab.errors import Diagnostic
+from cutile_lab.diagnostics import Diagnostic
 from cutile_lab.notebook import diagnostics as _diag
 from cutile_lab.notebook.diagnostics import source_lookup
 from cutile_lab.notebook.report_html import (BENCH_COLUMNS, benchmark_html,

@@ -14,7 +14,7 @@ import html
 import itertools
 from typing import Any, Callable, Mapping, Sequence
 
-from cutile_lab.errors import Diagnostic
+from cutile_lab.diagnostics import Diagnostic
 from cutile_lab.notebook.diagnostics import SourceLookup, render_html, source_lookup
 
 _ids = itertools.count(1)

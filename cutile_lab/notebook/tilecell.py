@@ -138,7 +138,7 @@ def _run_top_level(shell, cell: str, filename: str, kernel_names: set):
     """Run the cell's statements other than its kernels (constants, imports, helpers) in the
     notebook's namespace, as Python would; a failure becomes a diagnostic at its line."""
     import ast
-    from cutile_lab.errors import Diagnostic, Span
+    from cutile_lab.diagnostics import Diagnostic, Span
     tree = ast.parse(cell, filename=filename)
     body = [n for n in tree.body
             if not (isinstance(n, ast.FunctionDef) and n.name in kernel_names)]

@@ -20,8 +20,6 @@ from typing import Any, Callable, Iterable, Mapping
 from cutile_lab.notebook import fanout
 from cutile_lab.performance import timing
 
-RESERVED = ("arch", "repeats", "warmup", "use_cache", "record", "check")
-
 
 # --- host side ----------------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import contextlib
 import os
 import sys
 
-from cutile_lab.errors import Span
+from cutile_lab.diagnostics import Span
 
 # frames in these files are the lab's (or the event loop's), never the user's
 _INTERNAL_PREFIXES = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep

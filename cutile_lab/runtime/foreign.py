@@ -30,7 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
-from cutile_lab.errors import LanguageError, LaunchError, NoDeviceError, Span
+from cutile_lab.errors import LanguageError, LaunchError, NoDeviceError
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime.callsite import describe
 from cutile_lab.runtime.driver import load_now

@@ -43,7 +43,8 @@ import weakref
 
 import numpy as np
 
-from cutile_lab.errors import Diagnostic, LaunchError, Span
+from cutile_lab.diagnostics import Diagnostic, Span
+from cutile_lab.errors import LaunchError
 from cutile_lab.runtime.creation import new_tensor
 from cutile_lab.runtime.dtypes import as_dtype, scalar_value
 from cutile_lab.runtime import ownership

@@ -29,7 +29,8 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple
 
-from cutile_lab.errors import Diagnostic, KernelDiagnosticsError, Label, Span
+from cutile_lab.diagnostics import Diagnostic, Label, Span
+from cutile_lab.errors import KernelDiagnosticsError
 from cutile_lab.runtime.callsite import describe, user_call_site
 
 

@@ -187,7 +187,7 @@ def _name_in_any_frame(obj) -> str | None:
 
 def raise_dead_view(view, what: str, where=None, how: str = "read") -> None:
     """Refuse a use of a view that a later move into a partition ended (rustc's E0505)."""
-    from cutile_lab.errors import Diagnostic, Label
+    from cutile_lab.diagnostics import Diagnostic, Label
     from cutile_lab.runtime.callsite import as_span, user_call_site, user_name_of
     _, _, _, moved_at, ref = view.dead_view()
     moved_at = as_span(moved_at)

@@ -15,7 +15,8 @@ import operator
 
 import numpy as np
 
-from cutile_lab.errors import LaunchError, Span
+from cutile_lab.diagnostics import Span
+from cutile_lab.errors import LaunchError
 from cutile_lab.language.dtypes import DType
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime.dtypes import numpy_dtype, to_dlpack, typestr

@@ -11,7 +11,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from cutile_lab.errors import Diagnostic, SimulationError
+from cutile_lab.diagnostics import Diagnostic
+from cutile_lab.errors import SimulationError
 from cutile_lab.simulation import dtypes as D
 from cutile_lab.simulation.memory import SimArray, Tracker
 from cutile_lab.simulation.tiles import Tile

@@ -15,7 +15,8 @@ import time
 import types
 from typing import Mapping, Sequence
 
-from cutile_lab.errors import Diagnostic, SimulationError
+from cutile_lab.diagnostics import Diagnostic
+from cutile_lab.errors import SimulationError
 from cutile_lab.simulation.arguments import bind_arguments, grid_of, kernel_arguments
 from cutile_lab.simulation.launch_state import Launch
 from cutile_lab.simulation.namespace import make_namespace

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cutile_lab.errors import Diagnostic, Label, SimulationError, Span
+from cutile_lab.diagnostics import Diagnostic, Label, Span
+from cutile_lab.errors import SimulationError
 from cutile_lab.simulation import dtypes as D
 from cutile_lab.simulation.memory import SimArray
 from cutile_lab.simulation.namespace import printf_text

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cutile_lab.errors import Diagnostic, SimulationProblemError
+from cutile_lab.diagnostics import Diagnostic
+from cutile_lab.errors import SimulationProblemError
 
 #: What a launch on the simulator backend does when the simulator finds an error (a race, an
 #: out-of-bounds tile, a failed assert, a deadlock) by the time its ``.sync()`` returns:
@@ -92,7 +93,7 @@ class SimResult:
         errors = self.errors
         if not errors or mode == "ignore":
             return
-        from cutile_lab.checking.render import render_text
+        from cutile_lab.diagnostics.render import render_text
         first = errors[0]
         text = (f"the simulator found {len(errors)} error(s) in `{self.kernel}` "
                 f"(grid {self.grid}); first: [{first.code}] {first.message}\n"

@@ -27,7 +27,7 @@ class CooperativeTiles:
         self.launch = launch
         self.fn = fn
         self.args = call_args
-        self.back = threading.Semaphore(0)
+        self.scheduler_turn = threading.Semaphore(0)
         self.current = None
         self.aborting = False
         self._threading = threading
@@ -39,18 +39,18 @@ class CooperativeTiles:
             return
         t.paused = True
         t.site = self.launch.site()
-        self.back.release()
-        t.go.acquire()
+        self.scheduler_turn.release()
+        t.its_turn.acquire()
         if self.aborting:
             raise Abort()
         self.launch.enter_tile(t.tid, t.bids)
 
     def _start(self, tid, bids):
-        t = types.SimpleNamespace(tid=tid, bids=bids, go=self._threading.Semaphore(0),
+        t = types.SimpleNamespace(tid=tid, bids=bids, its_turn=self._threading.Semaphore(0),
                                   paused=False, done=False, error=None)
 
         def body():
-            t.go.acquire()
+            t.its_turn.acquire()
             with np.errstate(all="ignore"):
                 try:
                     self.launch.enter_tile(tid, bids)
@@ -60,7 +60,7 @@ class CooperativeTiles:
                 except Exception as exc:
                     t.error = self.launch.located_error(exc)
             t.done = True
-            self.back.release()
+            self.scheduler_turn.release()
         t.thread = self._threading.Thread(target=body, daemon=True,
                                           name=f"cutile_lab sim tile {tid}")
         t.thread.start()
@@ -69,8 +69,8 @@ class CooperativeTiles:
     def _resume(self, t) -> None:
         self.current = t
         t.paused = False
-        t.go.release()
-        self.back.acquire()
+        t.its_turn.release()
+        self.scheduler_turn.acquire()
         self.current = None
 
     def run(self, order) -> int:
@@ -118,7 +118,7 @@ class CooperativeTiles:
                 break
         self.aborting = True
         for t in waiting:          # let the paused threads end
-            t.go.release()
+            t.its_turn.release()
         if error is not None and not isinstance(error, Abort):
             raise error
         return finished

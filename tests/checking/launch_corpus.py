@@ -1,5 +1,5 @@
 """Launch snippets for the launch-level rules, run through the catalog's host model
-(``cutile_lab.checking.catalog.SimHost``): each with the code it must produce and the line and
+(``cutile_lab.catalog.SimHost``): each with the code it must produce and the line and
 1-based column of the primary span (the kernel's name in the launch line, or the host access)."""
 from __future__ import annotations
 

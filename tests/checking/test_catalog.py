@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cutile_lab.checking.catalog import (example_filename, parse_catalog, regenerate,
-                                         run_example)
-from cutile_lab.checking.codes import CODES
+from cutile_lab.catalog import example_filename, parse_catalog, regenerate, run_example
+from cutile_lab.diagnostics import CODES
 
 CATALOG = Path(__file__).resolve().parents[2] / "docs" / "diagnostics.md"
 TEXT = CATALOG.read_text(encoding="utf-8")

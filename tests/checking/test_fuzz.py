@@ -22,8 +22,9 @@ import ast
 
 from cutile_lab.checking import check_kernel, check_source
 from cutile_lab.compiling.lowering import lower
-from cutile_lab.checking.render import render_html, render_text, to_json
-from cutile_lab.errors import Diagnostic, LanguageError
+from cutile_lab.diagnostics import Diagnostic
+from cutile_lab.diagnostics.render import render_html, render_text, to_json
+from cutile_lab.errors import LanguageError
 from cutile_lab.language.frontend import KernelSource, parse_kernels
 
 from tests.checking.corpus import BAD, GOOD

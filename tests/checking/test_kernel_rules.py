@@ -6,12 +6,11 @@ import ast
 
 import pytest
 
-from cutile_lab.checking import check_kernel, check_source, sort_diagnostics
+from cutile_lab.checking import check_kernel, check_source
 from cutile_lab.checking import kernel_rules
-from cutile_lab.checking.codes import CODES
 from cutile_lab.checking.tiletypes import (TileV, broadcast, dim_arith, implicit_cast_ok,
                                            promote, reduce_shape)
-from cutile_lab.errors import Diagnostic
+from cutile_lab.diagnostics import CODES, Diagnostic, sort_diagnostics
 from cutile_lab.language.dtypes import DTYPES
 from cutile_lab.language.frontend import KernelSource, parse_kernels
 
@@ -281,7 +280,7 @@ def test_diagnostic_values_are_complete():
 def test_kernels_cut_out_of_a_file_keep_the_files_lines(tmp_path):
     """``@cl.kernel`` parses the function's own block with a line offset: diagnostics point at
     the file's lines, and the file's module-level names are known."""
-    from cutile_lab.checking.render import render_text
+    from cutile_lab.diagnostics.render import render_text
     path = tmp_path / "kernels.py"
     path.write_text('''import cutile_lab as cl
 from cutile_lab.lang import *
@@ -309,7 +308,7 @@ def scaled(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
 def test_load_kernels_and_render_for_the_cli(tmp_path):
     """What ``cutile-lab check FILE.py`` does: load_kernels + check_kernel + render_text."""
     import cutile_lab as cl
-    from cutile_lab.checking.render import render_text
+    from cutile_lab.diagnostics.render import render_text
     path = tmp_path / "bad.py"
     path.write_text(next(b for b in BAD if b.name == "unknown_name").text)
     kernels = cl.load_kernels(str(path))

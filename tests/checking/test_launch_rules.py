@@ -5,12 +5,11 @@ import timeit
 
 import pytest
 
-from cutile_lab.checking.catalog import SimHost
-from cutile_lab.checking.codes import CODES
+from cutile_lab.catalog import SimHost
 from cutile_lab.checking.borrows import BorrowState
 from cutile_lab.checking.launch_args import ArgDesc, views_overlap
 from cutile_lab.checking.launch_rules import check_launch
-from cutile_lab.errors import Span
+from cutile_lab.diagnostics import CODES, Span
 from cutile_lab.language.frontend import KernelSource, parse_kernels
 
 from tests.checking.launch_corpus import LAUNCHES

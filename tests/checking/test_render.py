@@ -5,8 +5,9 @@ import json
 import re
 
 from cutile_lab.checking import check_source
-from cutile_lab.checking.render import CATALOG_URL, render_html, render_text, to_json
-from cutile_lab.errors import Diagnostic, KernelDiagnosticsError, Label, Span
+from cutile_lab.diagnostics import Diagnostic, Label, Span
+from cutile_lab.diagnostics.render import CATALOG_URL, render_html, render_text, to_json
+from cutile_lab.errors import KernelDiagnosticsError
 
 SRC = '''def k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
     t = load_tile_like(x, z)

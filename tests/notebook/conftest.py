@@ -73,7 +73,7 @@ def shell(_ipython, tmp_path, monkeypatch):
     cache.default_cache().forget_memory()
     _ipython.reset(new_session=False)
     # %load_ext is idempotent; reset() cleared the namespace, so inject the names again
-    from cutile_lab.notebook.magics import _inject_names
+    from cutile_lab import _inject_names
     _inject_names(_ipython)
     yield Shell(_ipython)
     cache.default_cache().forget_memory()

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from cutile_lab.errors import Diagnostic, Label, Span
+from cutile_lab.diagnostics import Diagnostic, Label, Span
 from cutile_lab.kernel import kernels_from_source
 from cutile_lab.notebook.report import REPORT_MIME, compile_report_bundle
 

@@ -192,7 +192,7 @@ def test_untyped_parameter_is_reported_at_its_line(shell):
 
 
 def test_warnings_do_not_stop_a_kernel(shell):
-    from cutile_lab.errors import Diagnostic, Span
+    from cutile_lab.diagnostics import Diagnostic, Span
     from cutile_lab.notebook.report import compile_report_bundle
     from cutile_lab.kernel import kernels_from_source
     k = kernels_from_source(ADD, "<w>")["add"]

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from cutile_lab.checking import explain as ex
-from cutile_lab.checking.codes import CODES
-from cutile_lab.checking.render import render_html, to_json
 from cutile_lab.cli import main
-from cutile_lab.errors import CutileLabError, Diagnostic, Label, Span
+from cutile_lab.diagnostics import CODES, Diagnostic, Label, Span
+from cutile_lab.diagnostics import explain as ex
+from cutile_lab.diagnostics.render import render_html, to_json
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,7 +43,7 @@ def test_the_shipped_catalog_is_preferred_and_the_checkout_is_the_fallback(tmp_p
     assert "not part of TL010" not in text and set(ex.entries()) == {"TL010"}
     monkeypatch.setattr(ex, "SHIPPED_CATALOG", tmp_path / "missing.md")
     monkeypatch.setattr(ex, "CHECKOUT_CATALOG", tmp_path / "missing-too.md")
-    with pytest.raises(CutileLabError, match="catalog of diagnostics is missing"):
+    with pytest.raises(ex.CatalogLookupError, match="catalog of diagnostics is missing"):
         ex.explain("TL010")
 
 

@@ -123,7 +123,7 @@ def test_explain_from_the_installed_package(venv):
     assert proc.stdout.startswith("TL010 — store into a shared (read-only) input")
     assert "**Fix:**" in proc.stdout
     where = _run([str(bin_dir / "python"), "-c",
-                  "from cutile_lab.checking.explain import catalog_path; print(catalog_path())"],
+                  "from cutile_lab.diagnostics.explain import catalog_path; print(catalog_path())"],
                  env=env, cwd=home).stdout.strip()
     assert where.startswith(str(bin_dir.parent)) and str(ROOT) not in where
 

@@ -6,8 +6,11 @@ out of it, and giving that entry as Markdown, as terminal text and as an HTML fr
 needs no stylesheet (``<details>`` and ``<pre>``). ``cutile-lab explain TL010``,
 ``%tile_explain TL010`` and the inline explanations of rendered diagnostics all read it here.
 
-Reading the catalog's examples and running them through the checker is ``catalog.py``'s job;
-this module only reads text, so it stays cheap to import.
+Reading the catalog's examples and running them through the pipeline is ``cutile_lab.catalog``'s
+job; this module only reads text, so it stays cheap to import.
+A code that cannot be explained raises ``CatalogLookupError`` (a ``LookupError`` with a help
+line): this package sits below ``cutile_lab.errors``, so the command line and the notebook magic
+turn it into their own error.
 """
 from __future__ import annotations
 
@@ -16,8 +19,6 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from cutile_lab.errors import CutileLabError
-
 _PACKAGE = Path(__file__).resolve().parents[1]
 SHIPPED_CATALOG = _PACKAGE / "docs" / "diagnostics.md"
 CHECKOUT_CATALOG = _PACKAGE.parent / "docs" / "diagnostics.md"
@@ -25,6 +26,16 @@ CHECKOUT_CATALOG = _PACKAGE.parent / "docs" / "diagnostics.md"
 _ANCHOR = re.compile(r'^<a id="([a-z]+\d+)"></a>\s*$')
 _HEADING = re.compile(r"^## ([A-Z]+\d+)\b")
 _CODE = re.compile(r"^[A-Za-z]{2}\d{3}$")
+
+
+class CatalogLookupError(LookupError):
+    """A code that is not a code, not documented, or a catalog missing from the installation;
+    ``message`` says which, ``help`` what to do."""
+
+    def __init__(self, message: str, help: str):
+        super().__init__(message)
+        self.message = message
+        self.help = help
 
 
 def catalog_path() -> Path | None:
@@ -80,24 +91,25 @@ def entry_markdown(code: str) -> str | None:
 
 
 def explain(code: str) -> str:
-    """The entry for ``code`` as Markdown, or a ``CutileLabError`` that says what is known."""
+    """The entry for ``code`` as Markdown, or a ``CatalogLookupError`` that says what is
+    known."""
     code = code.strip()
     if not _CODE.match(code):
-        raise CutileLabError(f"`{code}` is not a diagnostic code",
-                             help="codes look like TL010: the part in brackets of "
-                                  "`error[TL010]: ...`")
+        raise CatalogLookupError(f"`{code}` is not a diagnostic code",
+                                 help="codes look like TL010: the part in brackets of "
+                                      "`error[TL010]: ...`")
     text = entry_markdown(code)
     if text is not None:
         return text
     known = entries()
     if not known:
-        raise CutileLabError("the catalog of diagnostics is missing from this installation "
-                             f"(looked for {SHIPPED_CATALOG} and {CHECKOUT_CATALOG})",
-                             help="reinstall cutile-lab from a wheel, or run from a checkout")
+        raise CatalogLookupError("the catalog of diagnostics is missing from this installation "
+                                 f"(looked for {SHIPPED_CATALOG} and {CHECKOUT_CATALOG})",
+                                 help="reinstall cutile-lab from a wheel, or run from a checkout")
     near = sorted(c for c in known if c[:4] == code.upper()[:4]) or sorted(known)[:8]
-    raise CutileLabError(f"no diagnostic code {code.upper()} is documented",
-                         help=f"documented codes include {', '.join(near[:12])}; "
-                              "`cutile-lab explain --list` lists them all")
+    raise CatalogLookupError(f"no diagnostic code {code.upper()} is documented",
+                             help=f"documented codes include {', '.join(near[:12])}; "
+                                  "`cutile-lab explain --list` lists them all")
 
 
 def explain_text(code: str) -> str:

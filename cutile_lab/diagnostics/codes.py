@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Severity = Literal["error", "warning", "note"]
+from cutile_lab.diagnostics.values import Severity
 
 
 @dataclass(frozen=True)
@@ -117,10 +117,3 @@ CODES: dict[str, Code] = {
     for c, sev, title in _TABLE
 }
 
-
-def severity_of(code: str) -> Severity:
-    return CODES[code].severity
-
-
-def title_of(code: str) -> str:
-    return CODES[code].title

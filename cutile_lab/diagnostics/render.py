@@ -21,9 +21,10 @@ import linecache
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from cutile_lab.checking.explain import anchor as explain_anchor
-from cutile_lab.checking.explain import entry_markdown, explain_html
-from cutile_lab.errors import Diagnostic, Span
+from cutile_lab.diagnostics.codes import CODES
+from cutile_lab.diagnostics.explain import anchor as explain_anchor
+from cutile_lab.diagnostics.explain import entry_markdown, explain_html
+from cutile_lab.diagnostics.values import Diagnostic, Span
 
 CATALOG_URL: str | None = None
 """The catalog's published address, once it has one (each code would link to
@@ -365,7 +366,6 @@ def _span_json(span: Span | None) -> dict | None:
 def to_json(diags: Iterable[Diagnostic]) -> list[dict]:
     """Each diagnostic as plain data: code, severity, message, span, labels, help, notes, url,
     explanation (the catalog's entry, Markdown)."""
-    from cutile_lab.checking.codes import CODES
     out = []
     for d in diags:
         info = CODES.get(d.code)

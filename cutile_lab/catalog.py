@@ -1,5 +1,10 @@
 """The catalog of diagnostics (``docs/diagnostics.md``): reading its examples, running them
-through the checker, and regenerating the rendered output shown under each one.
+through the stage each belongs to, and regenerating the rendered output shown under each one.
+
+It sits at the top of the package, beside the command line, because its examples drive every
+stage: kernel examples the checker, launch examples the launch rules, library examples the kernel
+library on the simulator. Reading one entry's text (``cutile-lab explain``) is
+``cutile_lab.diagnostics.explain``'s job.
 
 The catalog is Markdown with one section per code (``<a id="tl012"></a>`` then ``## TL012 ...``).
 Code blocks are tagged by what they are:
@@ -22,14 +27,17 @@ Everything goes through the real ``check_launch`` and ``BorrowState``.
 from __future__ import annotations
 
 import ast
+import importlib
 import linecache
 import re
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from cutile_lab import lang
+from cutile_lab.checking import check_source
 from cutile_lab.checking.launch_rules import ArgDesc, BorrowState, check_launch, padded_reads
-from cutile_lab.errors import Diagnostic, Span
+from cutile_lab.diagnostics import CODES, Diagnostic, Span, render_text
+from cutile_lab.errors import KernelDiagnosticsError
 from cutile_lab.language.dtypes import DType, dtype_by_name
 from cutile_lab.language.frontend import KernelSource, parse_kernels
 
@@ -220,7 +228,6 @@ class SimHost:
         self.diagnostics: list[Diagnostic] = []
         self._ptr = 0x7F3A_0000_0000
         self._id = 0
-        self._names: dict[int, str] = {}
 
     def new_id(self) -> int:
         """Every tensor object, views included, has its own id (as in the runtime); overlap
@@ -274,7 +281,6 @@ class SimHost:
         source = KernelSource(text, self.filename)
         source.register()
         kdefs = {k.name: k for k in parse_kernels(source, all_functions=True)}
-        from cutile_lab import lang
         ns: dict = {name: getattr(lang, name) for name in lang.__all__}
         ns.update({"tensor": self.tensor, "__name__": "__catalog__"})
         tree = ast.parse(text, self.filename)
@@ -289,7 +295,6 @@ class SimHost:
 
 def run_example(kind: str, text: str, filename: str) -> list[Diagnostic]:
     """The diagnostics of one catalog example."""
-    from cutile_lab.checking import check_source
     if kind in ("kernel", "fix"):
         return check_source(text, filename)
     if kind in ("library", "library-fix"):
@@ -300,8 +305,6 @@ def run_example(kind: str, text: str, filename: str) -> list[Diagnostic]:
 def run_library_call(text: str, filename: str) -> list[Diagnostic]:
     """Run a snippet that calls the kernel library on the simulator: the diagnostics of the
     error it raises (none if it runs)."""
-    from cutile_lab.errors import KernelDiagnosticsError
-    import importlib
     _backend = importlib.import_module("cutile_lab.runtime.backend")
     KernelSource(text, filename).register()
     before = _backend._explicit
@@ -320,7 +323,6 @@ def example_filename(code: str, kind: str) -> str:
 
 
 def render_example(code: str, ex: Example) -> str:
-    from cutile_lab.checking.render import render_text
     diags = run_example(ex.kind, ex.text, example_filename(code, ex.kind))
     return render_text(diags).rstrip("\n") or "(no diagnostics)"
 
@@ -329,7 +331,6 @@ TABLE_MARK = "<!-- codes-table -->"
 
 
 def codes_table_rows() -> list[str]:
-    from cutile_lab.checking.codes import CODES
     return [f"| [{c.code}](#{c.code.lower()}) | {c.level} | {c.severity} | "
             f"{c.title.replace('|', '/')} |" for c in CODES.values()]
 
@@ -368,6 +369,3 @@ def regenerate(text: str) -> str:
         lines[a:b] = new
     return "\n".join(lines)
 
-
-def default_catalog_path() -> Path:
-    return Path(__file__).resolve().parents[2] / "docs" / "diagnostics.md"
