@@ -166,15 +166,36 @@ def variants(args) -> int:
                 for _ in range(5):
                     for key, f in (("user", user), ("prebuilt", prebuilt), ("torch", theirs)):
                         res[key].append(wall(f, reps))
+                # host time to build and enqueue one call (the GPU idle before it): what the
+                # user path adds to the kernel, beside the wait
+                enq = {"user": [], "prebuilt": [], "torch": []}
+                for _ in range(reps):
+                    t0 = time.perf_counter()
+                    pending = K.gemm(a, b).start()
+                    enq["user"].append(time.perf_counter() - t0)
+                    pending.wait()
+                    t0 = time.perf_counter()
+                    pending = kernel(c.partition_mut((cfg["BM"], cfg["BN"])), a, b,
+                                     BK=cfg["BK"]).start()
+                    enq["prebuilt"].append(time.perf_counter() - t0)
+                    pending.wait()
+                    t0 = time.perf_counter()
+                    torch.matmul(ta, tb)
+                    enq["torch"].append(time.perf_counter() - t0)
+                    torch.cuda.synchronize()
+                eu, ep, et = (median(enq[k]) for k in ("user", "prebuilt", "torch"))
                 u, p, th = (median(res[k]) for k in ("user", "prebuilt", "torch"))
                 ur = median([x / y for x, y in zip(res["torch"], res["user"])])
                 pr = median([x / y for x, y in zip(res["torch"], res["prebuilt"])])
                 rows.append({"kind": "user", "dtype": dt, "n": n, **cfg, "user_us": u * 1e6,
                              "prebuilt_us": p * 1e6, "torch_user_us": th * 1e6,
-                             "user_ratio": ur, "prebuilt_ratio": pr})
+                             "user_ratio": ur, "prebuilt_ratio": pr,
+                             "enqueue_us": eu * 1e6, "prebuilt_enqueue_us": ep * 1e6,
+                             "torch_enqueue_us": et * 1e6})
                 print(f"  user path {cfg}: K.gemm {u * 1e6:.1f} us, pre-built op + sync "
                       f"{p * 1e6:.1f} us, torch + sync {th * 1e6:.1f} us: x{ur:.3f} (pre-built "
-                      f"x{pr:.3f})", flush=True)
+                      f"x{pr:.3f}); host time to enqueue: K.gemm {eu * 1e6:.1f} us, pre-built "
+                      f"{ep * 1e6:.1f} us, torch {et * 1e6:.1f} us", flush=True)
                 if args.profile and dt == "f16" and n == sizes[0]:
                     import cProfile
                     import io
@@ -210,7 +231,8 @@ def variants(args) -> int:
             print(f"  {r['dtype']:4s} {r['n']:5d} {r['variant']:26s} x{r['ratio']:.3f}")
         else:
             print(f"  {r['dtype']:4s} {r['n']:5d} user x{r['user_ratio']:.3f} pre-built+sync "
-                  f"x{r['prebuilt_ratio']:.3f}")
+                  f"x{r['prebuilt_ratio']:.3f} enqueue {r['enqueue_us']:.0f} / "
+                  f"{r['prebuilt_enqueue_us']:.0f} / torch {r['torch_enqueue_us']:.0f} us")
     if errors:
         print("errors:", *errors, sep="\n  ")
     return 1 if errors else 0
