@@ -9,7 +9,7 @@ stride of the tiles.
 from cutile_lab.kernels.library import template
 
 GEMM = template('''
-@kernel(tile_order="grouped", group_size=8{hints})
+@kernel(tile_order="grouped", group_size={group}{hints})
 def gemm_{dt}(c: Mut[Tensor[{dt}, "BM, BN"]], a: Tensor[{dt}, "?, ?"], b: Tensor[{dt}, "?, ?"],
               BK: Const[int] = 64):
     acc = full((BM, BN), 0.0, dtype=f32)
@@ -18,7 +18,7 @@ def gemm_{dt}(c: Mut[Tensor[{dt}, "BM, BN"]], a: Tensor[{dt}, "?, ?"], b: Tensor
         tb = load_tile(b, (k, tile_id(1)), (BK, BN))
         acc = mma(ta, tb, acc)
     c.store(acc.astype({dt}))
-''')
+''', group="8")
 
 # Batched GEMM (``matmul`` of 3-D tensors): one (BM, BN) tile of one batch's C per instance. An
 # operand without a batch dimension (or a batch of 1) is read at batch 0 by every batch

@@ -791,7 +791,8 @@ SIM_PERSISTENT_INSTANCES = 4   # the simulator runs tiles one by one: a few inst
 def _grid_of(values, info) -> tuple[int, ...] | None:
     """Tiles per axis of the ``Mut`` partition; one axis of all of them for a kernel in grouped
     tile order (it maps the launch index back to a tile itself); for a persistent schedule, one
-    instance per SM (times the occupancy hint), each looping over its share of the tiles."""
+    instance per SM (times the occupancy hint; per cluster of SMs with ``num_ctas``), each looping
+    over its share of the tiles."""
     from cutile_lab.compiling.lowering import is_persistent, tile_order
     for name in info.names:
         v = values.get(name)
@@ -802,7 +803,8 @@ def _grid_of(values, info) -> tuple[int, ...] | None:
                     return (min(tiles, SIM_PERSISTENT_INSTANCES),)
                 from cutile_lab.runtime.device import device_info
                 per_sm = int(info.kdef.options.get("occupancy") or 1)
-                return (max(1, min(tiles, device_info().sm_count * per_sm)),)
+                cluster = int(info.kdef.options.get("num_ctas") or 1)   # SMs per instance
+                return (max(1, min(tiles, device_info().sm_count // cluster * per_sm)),)
             if tile_order(info.kdef) is not None:
                 return (int(np.prod(v.grid)),)
             return v.grid

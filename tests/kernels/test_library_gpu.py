@@ -67,6 +67,33 @@ def test_gemm(gpu, dtype):
     np.testing.assert_allclose(c, ref, atol=tol * math.sqrt(K_) / 8, rtol=2e-2)
 
 
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_gemm_persistent_clusters(gpu, dtype):
+    """The persistent GEMM on two-CTA clusters launches one instance per cluster (SMs / 2, not
+    one per SM, which ran the instances in two rounds) and, with more tiles than instances, each
+    instance loops over several tiles: every tile is written, right."""
+    from cutile_lab.kernels import matmul
+    from cutile_lab.kernels.tuning import hints_text
+    from cutile_lab.runtime.device import device_info
+    from cutile_lab.runtime.launch import _grid_of, kernel_info
+    M, N, K_ = 2300, 2560, 320                      # 9 x 10 tiles of 256 x 256, ragged M
+    a = RNG.standard_normal((M, K_)).astype(np.float32)
+    b = RNG.standard_normal((K_, N)).astype(np.float32)
+    ta = gpu.from_numpy(a, dtype=dtype).sync()
+    tb = gpu.from_numpy(b, dtype=dtype).sync()
+    kernel = matmul.GEMM.kernel(dt=dtype, hints=hints_text(
+        {"num_ctas": 2, "num_worker_warps": 8, "schedule": "persistent"}))
+    c = gpu.full((M, N), float("nan"), dtype).sync()
+    part = c.partition_mut((256, 256))
+    sms = device_info().sm_count
+    assert _grid_of({"c": part}, kernel_info(kernel)) == (min(90, sms // 2),)
+    kernel(part, ta, tb, BK=64).sync()
+    got = c.to_numpy().astype(np.float64)
+    ref = ta.to_numpy().astype(np.float64) @ tb.to_numpy().astype(np.float64)
+    tol = 0.05 if dtype == "f16" else 0.3
+    np.testing.assert_allclose(got, ref, atol=tol * math.sqrt(K_) / 8, rtol=2e-2)
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention(gpu, causal):
     import cutile_lab.kernels as K
