@@ -173,7 +173,15 @@ def _rewrite(kdef: KernelDef) -> tuple[ast.FunctionDef, list[str], list[str]]:
     return node, params, const_names + implicit
 
 
-GROUPED = ("_t0", "_t1", "_tm", "_tn")
+def tile_coord(axis: int) -> str:
+    """The name of the current tile's coordinate along output axis ``axis`` in a remapped
+    kernel (grouped order or persistent schedule): computed by the prologue from one index."""
+    return f"_t{axis}"
+
+
+def tile_count(axis: int) -> str:
+    """The name of the output's tile count along ``axis`` in a remapped kernel."""
+    return f"_n{axis}"
 
 
 def tile_order(kdef: KernelDef) -> int | None:
@@ -212,25 +220,33 @@ def is_persistent(kdef: KernelDef) -> bool:
 
 def _tile_prologue(kdef: KernelDef, group: int | None, persistent: bool,
                    first: ast.stmt) -> list[ast.stmt]:
-    """Statements that compute the current tile's coordinates ``_t0, _t1`` from the launch
-    index (or, when persistent, from the loop's ``_tile``); placed on the first body line."""
+    """Statements that compute the current tile's coordinates ``_t0, _t1, ...`` (one per axis
+    of the output, of any rank) from the launch index (or, when persistent, from the loop's
+    ``_tile``), and the tile counts ``_n0, _n1, ...``; placed on the first body line. Row-major
+    order over every axis; grouped order walks the first two axes in column bands of
+    ``group`` tile rows (a bijection either way, so every tile has exactly one owner)."""
     out = kdef.outputs[0]
+    rank = len(out.shape)
     shape = "(" + ", ".join(str(d) for d in out.shape) + ",)"
-    t0, t1, tm, tn = GROUPED
     pid = "_tile" if persistent else f"{CT}.bid(0)"
-    if len(out.shape) == 1:
-        text = f"{tm} = {CT}.num_tiles({out.name}, 0, {shape}); {t0} = {pid}"
+    lines = [f"{tile_count(a)} = {CT}.num_tiles({out.name}, {a}, {shape})" for a in range(rank)]
+    rest = pid
+    if rank > 2:            # the axes past the first two vary fastest, in row-major order
+        lines.append(f"_rest = {pid}")
+        rest = "_rest"
+        for a in range(rank - 1, 1, -1):
+            lines.append(f"{tile_coord(a)} = _rest % {tile_count(a)}; "
+                         f"_rest = _rest // {tile_count(a)}")
+    t0, t1, n0, n1 = tile_coord(0), tile_coord(1), tile_count(0), tile_count(1)
+    if rank == 1:
+        lines.append(f"{t0} = {rest}")
     elif group is None:
-        text = (f"{tm} = {CT}.num_tiles({out.name}, 0, {shape}); "
-                f"{tn} = {CT}.num_tiles({out.name}, 1, {shape}); "
-                f"{t0} = {pid} // {tn}; {t1} = {pid} % {tn}")
+        lines.append(f"{t0} = {rest} // {n1}; {t1} = {rest} % {n1}")
     else:
-        text = (f"{tm} = {CT}.num_tiles({out.name}, 0, {shape}); "
-                f"{tn} = {CT}.num_tiles({out.name}, 1, {shape}); "
-                f"_pid = {pid}; _gsz = {group} * {tn}; _first = (_pid // _gsz) * {group}; "
-                f"_gm = min({tm} - _first, {group}); "
-                f"{t0} = _first + (_pid % _gsz) % _gm; {t1} = (_pid % _gsz) // _gm")
-    return _at_line(ast.parse(text).body, first)
+        lines.append(f"_pid = {rest}; _gsz = {group} * {n1}; _first = (_pid // _gsz) * {group}; "
+                     f"_gm = min({n0} - _first, {group}); "
+                     f"{t0} = _first + (_pid % _gsz) % _gm; {t1} = (_pid % _gsz) // _gm")
+    return _at_line(ast.parse("\n".join(lines)).body, first)
 
 
 def _persistent_loop(kdef: KernelDef, node: ast.FunctionDef) -> ast.FunctionDef:
@@ -279,13 +295,15 @@ class _BodyRewriter(ast.NodeTransformer):
         self.outputs = outputs
         self.grouped = grouped
         self.reverse = reverse
+        self.rank = len(kdef.outputs[0].shape) if kdef.outputs else 0
+        self.source = kdef.source
         self.locals = _assigned_names(kdef.node) | {p.name for p in kdef.params}
         self.in_unsafe = 0
         self.own_uses: dict[int, tuple] = {}
 
     def _own_index(self, out) -> str:
         if self.grouped:
-            return "(" + "".join(f"{t}, " for t in GROUPED[:len(out.shape)]) + ")"
+            return "(" + "".join(f"{tile_coord(a)}, " for a in range(len(out.shape))) + ")"
         return "(" + "".join(f"{self._bid(i)}, " for i in range(len(out.shape))) + ")"
 
     def _bid(self, axis) -> str:
@@ -370,12 +388,19 @@ class _BodyRewriter(ast.NodeTransformer):
                 call.keywords.append(ast.keyword(kwname, a))
             call.keywords.extend(_padding_keywords(kws))
             return _located(call, node)
-        if name == "tile_id" and self.grouped and len(args) == 1 and not kws \
-                and isinstance(args[0], ast.Constant) and args[0].value in (0, 1):
-            return _located(ast.Name(GROUPED[args[0].value], ast.Load()), node)
-        if name == "num_tiles" and self.grouped and len(args) == 1 and not kws \
-                and isinstance(args[0], ast.Constant) and args[0].value in (0, 1):
-            return _located(ast.Name(GROUPED[2 + args[0].value], ast.Load()), node)
+        if name in ("tile_id", "num_tiles") and self.grouped and len(args) == 1 and not kws \
+                and isinstance(args[0], ast.Constant) and isinstance(args[0].value, int) \
+                and 0 <= args[0].value < self.rank:
+            pick = tile_coord if name == "tile_id" else tile_count
+            return _located(ast.Name(pick(args[0].value), ast.Load()), node)
+        if name in ("tile_id", "num_tiles") and self.grouped and len(args) + len(kws) == 1:
+            # the launch is 1-D here: a launch axis the prologue did not compute has no meaning
+            raise CompileError(f"`{name}` of a kernel with a grouped tile order or a persistent "
+                               "schedule takes a constant axis of its output "
+                               f"(0 to {self.rank - 1})",
+                               span=self.source.span(node),
+                               help=f"write {name}(0) ... {name}({self.rank - 1}) with a "
+                                    "literal axis")
         if name == "tile_id":
             if self.reverse and len(args) == 1 and not kws:
                 return self._replace(node, self._bid("AXIS"), AXIS=args[0])
