@@ -78,7 +78,7 @@ len(client.scheduler_info()["workers"])
 
 # %%
 table = sweep(add, make_args, executor=client, check=check, progress=False, **choices)
-table.drop(columns=["compile_s", "sim_ms", "worker"])
+table.drop(columns=["compile_s", "sim_ms", "worker", "worker_s"])
 
 # %% [markdown]
 # Each row says where it ran (`device`, `gpu`, `worker`). The table is the one a local sweep
