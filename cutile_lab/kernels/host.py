@@ -14,7 +14,11 @@ Sections below: shared helpers, then one per function family.
 """
 from __future__ import annotations
 
+import itertools
 import math
+import numbers
+
+import numpy as np
 
 from cutile_lab.kernels import elementwise as _elementwise
 from cutile_lab.kernels import flash_attention as _attention
@@ -22,7 +26,9 @@ from cutile_lab.kernels import matmul as _gemm
 from cutile_lab.kernels import rowwise as _rowwise
 from cutile_lab import runtime as _runtime
 from cutile_lab.kernels import validate as _v
-from cutile_lab.kernels.tuning import config, device_target, hints_text
+from cutile_lab.kernels.tuning import config, device_target, hints_text, shared_config
+from cutile_lab.runtime import (Tensor, asarray, backend, device_info, empty, from_numpy, full,
+                                value, zeros)
 from cutile_lab.runtime.launch import launch_into
 
 
@@ -30,12 +36,10 @@ from cutile_lab.runtime.launch import launch_into
 
 def _tensor(x):
     """A tensor argument as the runtime's ``Tensor`` (for callers that check nothing)."""
-    if type(x) is _runtime.Tensor:      # the common case, before any import
+    if type(x) is Tensor:               # the common case
         return x
-    from cutile_lab.runtime import Tensor, asarray, backend, from_numpy
     if isinstance(x, Tensor):
         return x
-    import numpy as np
     if isinstance(x, np.ndarray) and backend() == "gpu":
         return from_numpy(x).sync()
     return asarray(x)
@@ -48,11 +52,26 @@ def _arch() -> tuple[str, str] | None:
     return device_target()
 
 
+_SELECTED: dict = {}    # (family, target, variant, key) -> (kernel, the configuration it was built for)
+
+
+def _selected(family: str, variant: str | None, key, build):
+    """(kernel, configuration) of ``family`` on the device in use: ``build(cfg)`` makes the
+    kernel once per (family, device, variant, ``key``) — the template substitutions ``key``
+    stands for — and again only when the tuning store gives a new configuration. What a library
+    call pays per call for its kernel: two dict lookups. ``cfg`` is shared: read it only."""
+    target = _arch()
+    cfg = shared_config(family, target, variant)
+    k = (family, target, variant, key)
+    hit = _SELECTED.get(k)
+    if hit is None or hit[1] is not cfg:
+        hit = _SELECTED[k] = (build(cfg), cfg)
+    return hit
+
+
 def _sm_count() -> int:
-    from cutile_lab.runtime import backend
     if backend() != "gpu":
         return 8
-    from cutile_lab.runtime import device_info
     return device_info().sm_count
 
 
@@ -96,7 +115,6 @@ def _merge(shape, strides) -> tuple[list, list]:
 def _chain(ops, result):
     """Run the zero-argument op builders ``ops`` one after the other on one stream; the chain's
     result is ``result``."""
-    from cutile_lab.runtime import value
 
     def step(build):
         return lambda _: build()
@@ -108,7 +126,6 @@ def _chain(ops, result):
 
 def _outer_index(shape):
     """Every index tuple of ``shape`` (row-major)."""
-    import itertools
     return itertools.product(*(range(n) for n in shape))
 
 
@@ -116,8 +133,6 @@ def _outer_index(shape):
 
 def _scalar_operand(y, like):
     """A Python number as a 0-d tensor of ``like``'s dtype (``add(x, 2.0)`` as in PyTorch)."""
-    import numpy as np
-    from cutile_lab.runtime import asarray, from_numpy
     from cutile_lab.runtime.dtypes import numpy_dtype
     arr = np.asarray(y, dtype=numpy_dtype(like.dtype))
     if like.backend == "gpu":
@@ -126,8 +141,6 @@ def _scalar_operand(y, like):
 
 
 def _binary(name: str, x, y, B: int | None):
-    import numbers
-    from cutile_lab.runtime import empty, value
     fn = name
     B = _v.tile_size(fn, "B", B)
     if isinstance(y, numbers.Number) and not isinstance(y, bool):
@@ -141,9 +154,9 @@ def _binary(name: str, x, y, B: int | None):
     shape = _v.broadcast_shape(fn, (("x", 0), x), (("y", 1), y))
     size = math.prod(shape)
     if size and x.shape == y.shape == shape and x.is_contiguous and y.is_contiguous:
-        cfg = config("add", _arch())
-        kernel = _elementwise.BINARY.kernel(dt=x.dtype.name, hints=hints_text(cfg), name=name,
-                                            op=_elementwise.OPERATORS[name])
+        dt = x.dtype.name
+        kernel, cfg = _selected("add", None, (name, dt), lambda cfg: _elementwise.BINARY.kernel(
+            dt=dt, hints=hints_text(cfg), name=name, op=_elementwise.OPERATORS[name]))
         if len(shape) == 1:
             return launch_into(kernel, shape, x.dtype, B or cfg["B"], x, y)
         flat = (size,)
@@ -222,7 +235,6 @@ def mul(x, y, *, B: int | None = None):
 
 def saxpy(alpha: float, x, y, *, B: int | None = None):
     """``alpha * x + y`` element-wise (tensors of one shape), computed in f32."""
-    from cutile_lab.runtime import empty, value
     fn = "saxpy"
     B = _v.tile_size(fn, "B", B)
     x, y = _tensors(fn, ("x", 1, x), ("y", 2, y))
@@ -241,8 +253,9 @@ def saxpy(alpha: float, x, y, *, B: int | None = None):
     if x.size == 0:
         return value(empty(shape, x.dtype))
     x, y = _contiguous_flat(x), _contiguous_flat(y)
-    cfg = config("saxpy", _arch())
-    kernel = _elementwise.SAXPY.kernel(dt=x.dtype.name, hints=hints_text(cfg))
+    dt = x.dtype.name
+    kernel, cfg = _selected("saxpy", None, dt,
+                            lambda cfg: _elementwise.SAXPY.kernel(dt=dt, hints=hints_text(cfg)))
     op = launch_into(kernel, (x.size,), x.dtype, B or cfg["B"], x, y, alpha)
     return op if len(shape) == 1 else op.then(lambda z: z.reshape(shape))
 
@@ -251,7 +264,6 @@ def _contiguous_flat(t):
     """``t`` as a 1-D view, or a contiguous 1-D copy of it (made by the broadcasting kernel)."""
     if t.is_contiguous:
         return t.reshape((t.size,))
-    from cutile_lab.runtime import empty
     copy = empty(t.shape, t.dtype)
     _broadcast_launch("add", copy, t, _scalar_operand(0, t), None).sync()
     return copy.reshape((t.size,))
@@ -263,7 +275,6 @@ def _rows(x, dim: int):
     """(pieces, out, result): ``x`` seen as 2-D (rows, n) views with ``dim`` last, one piece per
     launch (one, unless the leading dimensions cannot be folded into one), the output allocated
     in that order, and the output seen in ``x``'s order."""
-    from cutile_lab.runtime import empty
     nd = max(x.ndim, 1)
     shape = tuple(x.shape) or (1,)
     strides = tuple(x.strides) or (1,)
@@ -293,7 +304,6 @@ def _rows(x, dim: int):
 def _rowwise_call(fn: str, family: str, x, dim, extra: tuple, BR):
     """Checks, then one launch (or chain) per piece of ``_rows``: whole rows in one tile where
     they fit, else the two launches of ``_long_rows``."""
-    from cutile_lab.runtime import value
     _v.dtype_in(fn, ("x", 0), x, _v.FLOATS)
     d = _v.dim_index(fn, dim, x.ndim)
     BR = _v.tile_size(fn, "BR", BR)
@@ -319,11 +329,13 @@ def _rowwise_call(fn: str, family: str, x, dim, extra: tuple, BR):
 
 def _whole_rows(family: str, out, x, extra, BR):
     rows, cols = x.shape
-    cfg = config(family, _arch(), variant=str(cols))
-    template = {"softmax": _rowwise.SOFTMAX, "layernorm": _rowwise.LAYERNORM,
-                "rmsnorm": _rowwise.RMSNORM}[family]
-    kernel = template.kernel(**_rowwise.substitutions(family, x.dtype.name, cols,
-                                                      hints_text(cfg)))
+    dt = x.dtype.name
+
+    def build(cfg):
+        template = {"softmax": _rowwise.SOFTMAX, "layernorm": _rowwise.LAYERNORM,
+                    "rmsnorm": _rowwise.RMSNORM}[family]
+        return template.kernel(**_rowwise.substitutions(family, dt, cols, hints_text(cfg)))
+    kernel, cfg = _selected(family, str(cols), dt, build)
     tile = (BR or cfg["BR"], _pow2(cols))
     if out is None:                    # a new output, allocated when the launch runs
         return launch_into(kernel, (rows, cols), x.dtype, tile, x, *extra)
@@ -333,7 +345,6 @@ def _whole_rows(family: str, out, x, extra, BR):
 def _long_rows(family: str, out, x, extra, BR):
     """A row longer than one tile: per block of rows, the statistics launch, then the apply
     launch (``long_rows_launches``)."""
-    from cutile_lab.runtime import empty
     rows, cols = x.shape
     plan = _rowwise.long_row_plan(family, x.dtype.name, rows, cols, _sm_count(), BR,
                                   itemsize=x.dtype.itemsize)
@@ -375,7 +386,6 @@ def softmax(x, dim: int = -1, *, BR: int | None = None):
 def _norm_weight(fn: str, arg, t, n: int, like, fill: float):
     """A norm's weight or bias: ``None`` (ones / zeros, as PyTorch's default) or a tensor of the
     row's length and the input's dtype."""
-    from cutile_lab.runtime import full
     if t is None:
         return full((n,), fill, like.dtype).sync()
     [t] = _tensors(fn, (*arg, t))
@@ -422,7 +432,6 @@ def gemm(a, b, *, BM: int | None = None, BN: int | None = None, BK: int | None =
     accumulation): 2-D in grouped tile order (``schedule="persistent"``: one instance per SM
     looping over its tiles); a 3-D operand is a batch (a 2-D one, or a batch of 1, is shared by
     every batch); a 1-D operand is a vector."""
-    from cutile_lab.runtime import empty, value
     fn = "gemm"
     BM, BN, BK = (_v.tile_size(fn, k, v) for k, v in (("BM", BM), ("BN", BN), ("BK", BK)))
     if schedule is not None and schedule not in ("tiles", "persistent"):
@@ -462,7 +471,6 @@ def gemm(a, b, *, BM: int | None = None, BN: int | None = None, BK: int | None =
     if c.size == 0:
         return value(result)
     if ka == 0:
-        from cutile_lab.runtime import zeros
         return zeros(final, a.dtype)
     if a2.ndim == 3 and b2.ndim == 2 and a2.shape[0] > 1:
         folded = _merge(a2.shape[:-1], a2.strides[:-1])
@@ -511,7 +519,6 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask
     divide it (grouped-query attention) and another sequence length; ``mask`` (boolean, True
     keeps a score, or a float added to the scaled scores) broadcasts to (batch, heads, q seq,
     k seq); ``causal`` aligns the diagonal at the top left, as PyTorch does."""
-    from cutile_lab.runtime import empty, value
     fn = "attention"
     BQ, BKV = _v.tile_size(fn, "BQ", BQ), _v.tile_size(fn, "BKV", BKV)
     named = [("q", 0, q), ("k", 1, k), ("v", 2, v)] + ([("mask", None, mask)]
@@ -578,7 +585,6 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask
     if out.size == 0:
         return value(result)
     if Skv == 0:                        # a softmax over no keys: NaN, as PyTorch gives
-        from cutile_lab.runtime import full
         return full(result.shape, float("nan"), q.dtype)
     cfg = config("attention", _arch(), variant="causal" if causal else "non-causal")
     DP = max(16, _pow2(D))
