@@ -938,6 +938,10 @@ def _warn(diags) -> None:
 
 # --- the public entry points ------------------------------------------------------------------
 
+# (shape, dtype, tile) as a library call gives them -> normalized (shape, DType, tile shape)
+_OUTPUTS: dict = {}
+
+
 class OutputLaunchOp(LaunchOp):
     """A launch whose first parameter gets a new tensor, allocated when the launch is enqueued
     (stream-ordered on the launch's stream) and moved into a partition of ``tile`` tiles; the
@@ -945,9 +949,20 @@ class OutputLaunchOp(LaunchOp):
     before the op, no partition object of the caller's, no ``.then`` to take the tensor back."""
 
     def __init__(self, kernel, shape, dtype, tile, args, kwargs):
-        shape = normalize_shape(shape)
-        self._out = (shape, as_dtype(dtype),
-                     _tile_shape(SimpleNamespace(ndim=len(shape), shape=shape), tile))
+        key = (shape, dtype, tile)
+        try:
+            out = _OUTPUTS.get(key)
+        except TypeError:             # a list for a shape: normalized every time
+            out = key = None
+        if out is None:
+            shape = normalize_shape(shape)
+            out = (shape, as_dtype(dtype),
+                   _tile_shape(SimpleNamespace(ndim=len(shape), shape=shape), tile))
+            if key is not None:
+                if len(_OUTPUTS) > 1024:
+                    _OUTPUTS.clear()
+                _OUTPUTS[key] = out
+        self._out = out
         LaunchOp.__init__(self, kernel, (None,) + tuple(args), kwargs)
 
     def _resolve(self, ctx: ExecContext):
