@@ -20,6 +20,7 @@ import asyncio
 import inspect
 
 from cutile_lab.errors import LaunchError
+from cutile_lab.language.frontend import KernelDef
 from cutile_lab.runtime import device as _device
 from cutile_lab.runtime import driver
 from cutile_lab.runtime import ownership
@@ -146,8 +147,9 @@ _ARITY: dict = {}
 
 
 def _arity(fn) -> int | None:
-    from cutile_lab.kernel import Kernel
-    if isinstance(fn, Kernel):            # op.then(kernel): one argument per kernel parameter
+    if isinstance(getattr(fn, "definition", None), KernelDef):
+        # op.then(kernel): one argument per kernel parameter (any object with a kernel's
+        # ``definition``: the runtime never imports ``cutile_lab.kernel``, which sits above it)
         return len(fn.definition.params)
     code = getattr(fn, "__code__", None)
     if code is not None and code in _ARITY:

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from cutile_lab.simulation import simulate
+
 from cutile_lab.runtime.partition import Partition
 from cutile_lab.runtime.tensor import Tensor
 
 
 def run_simulated(kernel, info, values: dict, consts: dict, grid: tuple):
-    try:
-        from cutile_lab.simulation import simulate
-    except ImportError:          # the package's front door is not there (yet)
-        from cutile_lab.simulation.engine import simulate
     args = []
     views = {}
     for name in info.names:

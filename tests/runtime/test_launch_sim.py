@@ -365,17 +365,17 @@ def test_pack_args_widths():
 
 def test_layout_facts():
     import importlib
-    L = importlib.import_module("cutile_lab.runtime.launch")
+    L = importlib.import_module("cutile_lab.runtime.launch.plan")
     from cutile_lab.runtime.memory import HostStorage
     from cutile_lab.runtime import Tensor
     t = cl.zeros(1024).sync()
-    assert L._align(t.ptr) == 16 and L._align(t[1:].ptr) == 4 and L._align(t[2:].ptr) == 8
-    assert L._contiguous(t[::1]) and not L._contiguous(t[::2])
-    assert L._index_bits(t) == 32
+    assert L.align(t.ptr) == 16 and L.align(t[1:].ptr) == 4 and L.align(t[2:].ptr) == 8
+    assert L.contiguous(t[::1]) and not L.contiguous(t[::2])
+    assert L.index_bits(t) == 32
     huge = Tensor(HostStorage(0, 0, None), cl.f32, (2**31 + 5,))   # metadata only
-    assert L._index_bits(huge) == 64
+    assert L.index_bits(huge) == 64
     wide = Tensor(HostStorage(0, 0, None), cl.f32, (2, 4), strides=(2**31, 1))
-    assert L._index_bits(wide) == 64
+    assert L.index_bits(wide) == 64
 
 
 def test_same_stream_is_not_a_conflict_on_gpu_semantics():
