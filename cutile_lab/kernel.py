@@ -22,6 +22,7 @@ from cutile_lab.errors import Diagnostic, LanguageError, Span
 from cutile_lab.language.constants import resolve_constants
 from cutile_lab.language.frontend import KernelDef, KernelSource, parse_kernels
 from cutile_lab.runtime.launch import launch_op, set_kernel_adapter
+from cutile_lab.simulation.adapters import FUNCTION_KERNEL
 
 
 
@@ -117,6 +118,7 @@ def as_kernel(obj) -> Kernel:
 
 
 set_kernel_adapter(as_kernel)      # cl.launch(ct_kernel, ...): the runtime asks this module
+FUNCTION_KERNEL[0] = kernel        # simulate(fn, ...): the simulator asks this module
 
 
 def function_namespace(fn) -> Mapping[str, Any]:

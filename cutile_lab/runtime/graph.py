@@ -13,6 +13,7 @@ from __future__ import annotations
 from cutile_lab.errors import LaunchError
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime.callsite import describe, user_call_site, user_site
+from cutile_lab.runtime import ops
 from cutile_lab.runtime.ops import DeviceOp, ExecContext, Pending, as_core_stream, record_event
 from cutile_lab.runtime.ownership import Flight
 
@@ -206,3 +207,5 @@ def graph(op_or_fn, *, stream=None) -> Graph:
 
 
 __all__ = ["graph", "Graph"]
+
+ops.GRAPH_CAPTURE[0] = graph        # DeviceOp.graph() captures through this module

@@ -29,6 +29,11 @@ from cutile_lab.runtime.callsite import as_span, describe, user_site
 from cutile_lab.runtime.ownership import Flight
 
 
+# ``graph(op)`` of ``runtime.graph``, set when that module is imported (the runtime package
+# imports it): graph capture is built on DeviceOps, so this module cannot import it back.
+GRAPH_CAPTURE: list = [None]
+
+
 class ExecContext:
     """Where a chain is being enqueued: backend, stream, and its in-flight record."""
 
@@ -125,8 +130,7 @@ class DeviceOp:
 
     def graph(self):
         """Capture this op into a CUDA graph (see ``cl.graph``)."""
-        from cutile_lab.runtime.graph import graph
-        return graph(self)
+        return GRAPH_CAPTURE[0](self)
 
     def __repr__(self) -> str:
         return f"<DeviceOp {self.label} (lazy; .sync() or await to run) from {describe(self.where)}>"

@@ -17,18 +17,22 @@ flight on the same stream delays its release, never the other way round. A repea
 the same launch on the same stream, while the previous one is still uncovered, joins that
 flight (``LaunchOp.start``): it borrows the very same memory, from the same line.
 
-The launch-level rules about one launch's own arguments (aliasing, signature matching) belong to
-``cutile_lab.checking.launch_rules``; this module only adds time. It keeps that module's
-``BorrowState`` (``BORROWS``) up to date — moves, and the borrows of every started chain once
-it is enqueued, released when its event completes — so that ``check_launch`` and ``check_use``
-word the diagnostics; the byte-range registry here is what *detects* conflicts, so that views
-of a borrowed tensor (``z[100:110]`` while ``z[:128]`` is written) are caught too.
+One borrow model, owned here. The launch-level rules about one launch's own arguments
+(aliasing, signature matching) belong to ``cutile_lab.checking.launch_rules``; this module adds
+time, and it is the one record of what in-flight work borrows: byte ranges (``Borrow``) in each
+``Flight``, checked under one lock, so that views of a borrowed tensor (``z[100:110]`` while
+``z[:128]`` is written) are caught too. The checker's ``BorrowState`` (``BORROWS``) is not kept
+in step on the hot path: it is told a flight's borrows (``publish``) and a move only when a
+conflict has been found and ``check_launch`` / ``check_use`` word its diagnostic, and it forgets
+them when the flight is released. The launch checks (``runtime.launch.checks``), host access
+(``check_host_access``) and DeviceOps of other kinds (``claim``) all go through this module.
 """
 from __future__ import annotations
 
 import threading
 from typing import NamedTuple
 
+from cutile_lab.checking.launch_rules import BorrowState
 from cutile_lab.errors import Diagnostic, KernelDiagnosticsError, Label, Span
 from cutile_lab.runtime.callsite import describe, user_call_site
 
@@ -122,11 +126,8 @@ class Flight:
         return f"`{self.label}` (launched at {describe(self.where)})"
 
 
-try:
-    from cutile_lab.checking.launch_rules import BorrowState
-    BORROWS = BorrowState()
-except ImportError:     # the checker is not installed: this module's own diagnostics only
-    BORROWS = None
+# the checker's BorrowState words a conflict's diagnostic; detection is this module's byte ranges
+BORROWS = BorrowState()
 
 _lock = threading.RLock()
 # Live flights by lane: a GPU stream (its handle) orders its flights, so they complete in start
