@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 from cutile_lab.checking.launch_rules import BorrowState
 from cutile_lab.errors import Diagnostic, KernelDiagnosticsError, Label, Span
-from cutile_lab.runtime.callsite import describe, user_call_site
+from cutile_lab.runtime.callsite import as_span, describe, user_call_site, user_name_of
 
 
 class OwnershipError(KernelDiagnosticsError):
@@ -59,7 +59,6 @@ class MoveRecord:
     def where(self) -> Span | None:
         w = self._where
         if isinstance(w, tuple):
-            from cutile_lab.runtime.callsite import as_span
             w = self._where = as_span(w)
         return w
 
@@ -104,7 +103,6 @@ class Flight:
     def where(self) -> Span | None:
         w = self._where
         if isinstance(w, tuple):
-            from cutile_lab.runtime.callsite import as_span
             w = self._where = as_span(w)
         return w
 
@@ -204,7 +202,7 @@ def publish(flight: Flight) -> None:
     """Tell the checker's BorrowState what a flight reads and writes. Done lazily, when a
     conflict with the flight is found and the BorrowState words the diagnostic: detection is the
     byte-range registry's, so the hot path never pays for it."""
-    if BORROWS is None or flight.done or flight.published:
+    if flight.done or flight.published:
         return
     flight.published = True
     for b in flight.entries:
@@ -219,7 +217,7 @@ def forget_moved(tensor) -> None:
     """A moved tensor object is gone: nothing can use it any more (the checker's BorrowState
     forgets the move if it was told of it)."""
     rec = tensor.moved
-    if BORROWS is not None and rec is not None and rec.published:
+    if rec is not None and rec.published:
         BORROWS.restored(tensor.id)
 
 
@@ -238,7 +236,7 @@ def _retire(f: Flight) -> None:
 
 def release(flight: Flight) -> None:
     global _count
-    if BORROWS is not None and flight.published:
+    if flight.published:
         BORROWS.release(flight)
     with _lock:
         if flight.done:
@@ -281,7 +279,7 @@ def _release_prefix(key, lane: list, n: int) -> None:
     if not n:
         return
     for f in lane[:n]:
-        if f.published and BORROWS is not None:
+        if f.published:
             BORROWS.release(f)
         _retire(f)
     del lane[:n]
@@ -401,7 +399,6 @@ def _overlapping(tensor, *, want_mut: bool, exclude: Flight | None = None,
 
 
 def _tensor_name(tensor) -> str:
-    from cutile_lab.runtime.callsite import user_name_of
     kind = "partition" if type(tensor).__name__ == "Partition" else "tensor"
     name = getattr(tensor, "name", None) or user_name_of(tensor)
     return f"the {kind} `{name}`" if name else f"the {kind}"
@@ -409,15 +406,13 @@ def _tensor_name(tensor) -> str:
 
 def raise_use_after_move(tensor, what: str, where: Span | None = None, how: str = "read"
                          ) -> None:
-    from cutile_lab.runtime.callsite import as_span
     rec = tensor.moved
     where = as_span(where) or user_call_site()
-    if BORROWS is not None and rec.label == "moved into a partition here":
+    if rec.label == "moved into a partition here":
         # moves are told to the checker's BorrowState lazily, when it words a message
         if not rec.published:
             rec.published = True
             BORROWS.moved(tensor.id, rec.where)
-        from cutile_lab.runtime.callsite import user_name_of
         d = BORROWS.check_use(tensor.id, how, where, getattr(tensor, "name", None)
                               or user_name_of(tensor))
         if d is not None:
@@ -444,7 +439,6 @@ def check_host_access(tensor, what: str, *, write: bool = False) -> None:
     flight, entry = hit
     where = user_call_site()
     if BORROWS is not None:
-        from cutile_lab.runtime.callsite import user_name_of
         publish(flight)
         d = BORROWS.check_use(tensor.id, "write" if write else "read", where,
                               tensor.name or user_name_of(tensor))
@@ -476,7 +470,6 @@ def check_launch_borrows(args, exclude: Flight | None, where,
     if not _count or not _any_conflict(ranges if ranges is not None else launch_ranges(args),
                                        exclude, exclude_lane):
         return []
-    from cutile_lab.runtime.callsite import as_span
     where = as_span(where)
     out = []
     for param, tensor, mut in args:
@@ -484,7 +477,6 @@ def check_launch_borrows(args, exclude: Flight | None, where,
         if hit is None:
             continue
         flight, entry = hit
-        from cutile_lab.runtime.callsite import user_name_of
         name = getattr(tensor, "name", None) or user_name_of(tensor)
         if BORROWS is not None:
             publish(flight)
@@ -593,11 +585,9 @@ def _reset_for_tests() -> None:
                 f.done = True
         _lanes.clear()
         _count = 0
-    if BORROWS is not None:
-        BORROWS.clear()
+    BORROWS.clear()
 
 
-__all__ = ["OwnershipError", "MoveRecord", "Borrow", "Flight", "register", "add_borrow", "claim", "release",
-           "release_through",
-           "reap", "live_flights", "raise_use_after_move", "check_host_access",
+__all__ = ["OwnershipError", "MoveRecord", "Borrow", "Flight", "register", "add_borrow", "claim",
+           "release", "release_through", "reap", "live_flights", "raise_use_after_move", "check_host_access",
            "check_launch_borrows", "pending_reader_stream", "order_consumer_stream", "wait_ready"]

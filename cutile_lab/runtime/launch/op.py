@@ -281,28 +281,7 @@ class LaunchOp(DeviceOp):
         measure = MEASURE[0]
         if measure:
             t0 = time.perf_counter()
-        # moves (always checked: a tensor can be moved after an identical launch was checked)
-        parts = []
-        movers = []
-        for name in info.names:
-            v = values.get(name)
-            cls = type(v)
-            if cls is Partition:
-                t = v.tensor
-                if v.moved is not None or t.moved is not None:
-                    checks.raise_moved(self.label, values, self.where)
-                parts.append((t.key, v.tile_shape))
-                movers.append(v)
-                movers.append(t)
-            elif cls is Tensor:
-                if v.moved is not None or (v.storage.moves is not None and
-                                           v.dead_view() is not None):
-                    checks.raise_moved(self.label, values, self.where)
-                parts.append(v.key)
-                movers.append(v)
-            elif name in values:
-                parts.append((cls, v) if name in info.consts else cls)
-        key = (ctx.backend, tuple(parts), self._consts_key, self.grid)
+        key, movers = self._layout_key(values, ctx)
         entry = info.entries.get(key)
         if entry is None:
             entry = prepare_entry(self, values, ctx, key)
@@ -328,21 +307,7 @@ class LaunchOp(DeviceOp):
             if ctx.backend == "sim":
                 self._run_sim(values, entry.consts, entry.grid)
             else:
-                self.compiled = entry.plan.compiled
-                raw = entry.raw
-                if raw is None:
-                    raw = raw_launch(entry.plan, entry)
-                if not raw or entry.foreign:
-                    raw = None
-                if raw is not None and entry.scalars:
-                    scalars = raw.scalar_slots([(i, scalar_value(values[name], dtype))
-                                                for i, name, dtype in entry.scalars])
-                if raw is not None and ctx.handle is not None:
-                    if raw.launch(ctx.handle, scalars):
-                        args = self._raw_failed(entry, ctx, None, values)
-                        raw = None
-                else:
-                    args = self._run_gpu(values, entry, ctx)
+                raw, scalars, args = self._launch_gpu(values, entry, ctx)
         result = self._args
         if result is None:
             result = tuple(returned[n] for n in info.names if n in returned)
@@ -362,6 +327,53 @@ class LaunchOp(DeviceOp):
         if f is not None:
             flight.keep.append(f)         # shared with later ops of the same arguments
         return result
+
+    def _layout_key(self, values, ctx) -> tuple[tuple, list]:
+        """(the entry cache's key of the arguments' layout, the objects whose moves a restart
+        checks again); raises on a moved argument (always checked: a tensor can be moved after
+        an identical launch was checked)."""
+        info = self.info
+        parts = []
+        movers = []
+        for name in info.names:
+            v = values.get(name)
+            cls = type(v)
+            if cls is Partition:
+                t = v.tensor
+                if v.moved is not None or t.moved is not None:
+                    checks.raise_moved(self.label, values, self.where)
+                parts.append((t.key, v.tile_shape))
+                movers.append(v)
+                movers.append(t)
+            elif cls is Tensor:
+                if v.moved is not None or (v.storage.moves is not None and
+                                           v.dead_view() is not None):
+                    checks.raise_moved(self.label, values, self.where)
+                parts.append(v.key)
+                movers.append(v)
+            elif name in values:
+                parts.append((cls, v) if name in info.consts else cls)
+        return (ctx.backend, tuple(parts), self._consts_key, self.grid), movers
+
+    def _launch_gpu(self, values, entry, ctx) -> tuple:
+        """Launch on the GPU: the entry's ``RawLaunch`` where one can be used, else
+        ``cuda.core.launch``. Returns (the RawLaunch or None, its scalar slots, the packed
+        arguments of a cuda.core launch or None): what a restart of the op reuses."""
+        self.compiled = entry.plan.compiled
+        raw = entry.raw
+        if raw is None:
+            raw = raw_launch(entry.plan, entry)
+        if not raw or entry.foreign:
+            raw = None
+        scalars = ()
+        if raw is not None and entry.scalars:
+            scalars = raw.scalar_slots([(i, scalar_value(values[name], dtype))
+                                        for i, name, dtype in entry.scalars])
+        if raw is not None and ctx.handle is not None:
+            if raw.launch(ctx.handle, scalars):
+                return None, scalars, self._raw_failed(entry, ctx, None, values)
+            return raw, scalars, None
+        return raw, scalars, self._run_gpu(values, entry, ctx)
 
     def _raw_failed(self, entry, ctx, args, values=None):
         """The driver refused the ctypes launch (a thread without the context current, ...):
