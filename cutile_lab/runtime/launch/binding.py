@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from cutile_lab.errors import LaunchError
+from cutile_lab.runtime.backend import GPU, backend_object
 from cutile_lab.runtime.ops import DeviceOp
 from cutile_lab.runtime.ownership import OwnershipError
 from cutile_lab.runtime.partition import Partition
@@ -139,7 +140,7 @@ def backend_of(values) -> str | None:
             return v.backend
         if hasattr(v, "__cuda_array_interface__") or (
                 hasattr(v, "is_cuda") and getattr(v, "is_cuda", False)):
-            return "gpu"
+            return GPU
     return None
 
 
@@ -156,7 +157,6 @@ def pad3(grid) -> tuple[int, int, int]:
     return tuple(grid) + (1,) * (3 - len(grid))
 
 
-SIM_PERSISTENT_INSTANCES = 4   # the simulator runs tiles one by one: a few instances show the loop
 
 
 def grid_of(values, info) -> tuple[int, ...] | None:
@@ -169,11 +169,8 @@ def grid_of(values, info) -> tuple[int, ...] | None:
         if isinstance(v, Partition):
             if is_persistent(info.kdef):
                 tiles = int(np.prod(v.grid))
-                if backend_of(values.values()) == "sim":
-                    return (min(tiles, SIM_PERSISTENT_INSTANCES),)
-                from cutile_lab.runtime.device import device_info
-                per_sm = int(info.kdef.options.get("occupancy") or 1)
-                return (max(1, min(tiles, device_info().sm_count * per_sm)),)
+                return (backend_object(backend_of(values.values())).grid_instances(
+                    tiles, info.kdef),)
             if tile_order(info.kdef) is not None:
                 return (int(np.prod(v.grid)),)
             return v.grid

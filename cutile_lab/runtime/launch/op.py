@@ -28,14 +28,15 @@ from types import SimpleNamespace
 from cutile_lab.errors import Diagnostic, LaunchError
 from cutile_lab.runtime import device as _device
 from cutile_lab.runtime import ownership
+from cutile_lab.runtime import sim as _sim
 from cutile_lab.runtime.callsite import user_site
 from cutile_lab.runtime.creation import new_tensor
-from cutile_lab.runtime.dtypes import as_dtype, scalar_value
+from cutile_lab.runtime.dtypes import as_dtype
 from cutile_lab.runtime.launch import checks
 from cutile_lab.runtime.launch.binding import (SCALARS, KernelInfo, as_arg, backend_of,
                                                    bind_arguments, kernel_info, normalize_grid)
 from cutile_lab.runtime.launch.checks import MEASURE, STATS, borrows_of
-from cutile_lab.runtime.launch.packing import launch_core, raw_launch
+from cutile_lab.runtime.launch.packing import launch_core
 from cutile_lab.runtime.launch.plan import prepare_entry
 from cutile_lab.runtime.ops import DeviceOp, ExecContext, _start, as_core_stream
 from cutile_lab.runtime.ownership import OwnershipError
@@ -255,10 +256,10 @@ class LaunchOp(DeviceOp):
                     raw.launch(handle, f.scalars)
                 if err:
                     self._raw_failed(entry, ctx, f.args)
-            elif ctx.backend == "gpu":
+            elif f.args is not None:  # cuda.core, with the arguments packed by the first start
                 self._run_gpu(self.bound, entry, ctx, f.args)
             else:
-                self._run_sim(self.bound, entry.consts, entry.grid)
+                ctx.backend.launch(self, self.bound, entry, ctx)
         keep = flight.keep
         keep.extend(f.keep)
         keep.append(f)
@@ -304,10 +305,7 @@ class LaunchOp(DeviceOp):
         args = raw = None
         scalars = ()
         if entry.run:
-            if ctx.backend == "sim":
-                self._run_sim(values, entry.consts, entry.grid)
-            else:
-                raw, scalars, args = self._launch_gpu(values, entry, ctx)
+            raw, scalars, args = ctx.backend.launch(self, values, entry, ctx)
         result = self._args
         if result is None:
             result = tuple(returned[n] for n in info.names if n in returned)
@@ -316,7 +314,7 @@ class LaunchOp(DeviceOp):
             self._result = result
             f = ReusableStart(ctx.backend, entry, tuple(movers), borrow_entries, keep, result,
                                self.bound)
-            if entry.run and ctx.backend == "gpu":
+            if entry.run:
                 f.raw = raw
                 f.scalars = scalars
                 f.args = args
@@ -355,26 +353,6 @@ class LaunchOp(DeviceOp):
                 parts.append((cls, v) if name in info.consts else cls)
         return (ctx.backend, tuple(parts), self._consts_key, self.grid), movers
 
-    def _launch_gpu(self, values, entry, ctx) -> tuple:
-        """Launch on the GPU: the entry's ``RawLaunch`` where one can be used, else
-        ``cuda.core.launch``. Returns (the RawLaunch or None, its scalar slots, the packed
-        arguments of a cuda.core launch or None): what a restart of the op reuses."""
-        self.compiled = entry.plan.compiled
-        raw = entry.raw
-        if raw is None:
-            raw = raw_launch(entry.plan, entry)
-        if not raw or entry.foreign:
-            raw = None
-        scalars = ()
-        if raw is not None and entry.scalars:
-            scalars = raw.scalar_slots([(i, scalar_value(values[name], dtype))
-                                        for i, name, dtype in entry.scalars])
-        if raw is not None and ctx.handle is not None:
-            if raw.launch(ctx.handle, scalars):
-                return None, scalars, self._raw_failed(entry, ctx, None, values)
-            return raw, scalars, None
-        return raw, scalars, self._run_gpu(values, entry, ctx)
-
     def _raw_failed(self, entry, ctx, args, values=None):
         """The driver refused the ctypes launch (a thread without the context current, ...):
         launch through cuda.core, which raises the driver's error if it persists."""
@@ -399,8 +377,7 @@ class LaunchOp(DeviceOp):
             if any(d.is_error for d in diags):
                 raise KernelDiagnosticsError(diags)
             info.checked = True
-        from cutile_lab.runtime.sim import run_simulated
-        self.sim_result = run_simulated(self.kernel, info, values, consts, grid)
+        self.sim_result = _sim.run_simulated(self.kernel, info, values, consts, grid)
 
     def __repr__(self) -> str:
         from cutile_lab.runtime.callsite import describe

@@ -14,9 +14,8 @@ from __future__ import annotations
 import threading
 
 from cutile_lab.errors import LaunchError
-from cutile_lab.runtime.launch.binding import bind_consts, grid_of, pad3
+from cutile_lab.runtime.launch.binding import bind_consts, grid_of
 from cutile_lab.runtime.launch.checks import is_mut, launch_rules, warn
-from cutile_lab.runtime.launch.packing import pack_template
 from cutile_lab.runtime.ownership import OwnershipError
 from cutile_lab.runtime.partition import Partition
 from cutile_lab.runtime.tensor import Tensor
@@ -100,11 +99,7 @@ def prepare_entry(op, values: dict, ctx, key) -> LaunchEntry:
     entry.foreign = any(getattr((values[n].tensor if isinstance(values[n], Partition)
                                  else values[n]).storage, "foreign", False)
                         for n, _ in entry.arrays)
-    if ctx.backend == "gpu" and entry.run:
-        plan = plan_for(op.kernel, info, values, consts, ctx.gpu.arch)
-        entry.plan = plan
-        entry.config = plan.config(pad3(grid))
-        entry.template, entry.scalars = pack_template(plan.params, values)
+    ctx.backend.prepare_launch(op, entry, values, ctx)    # compiled, loaded, packed (gpu)
     if len(info.entries) > 256:
         info.entries.clear()
     info.entries[key] = entry
