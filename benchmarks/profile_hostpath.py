@@ -72,16 +72,17 @@ def cases() -> dict:
 
 
 def per_call_us(fn, n: int, rounds: int = 7) -> float:
-    """The least over ``rounds`` of the mean host µs per call of ``n`` calls (the least
-    disturbed round: on a shared machine other work only ever adds time)."""
+    """The least over ``rounds`` of the mean CPU µs per call of ``n`` calls: this process's CPU
+    time (``time.process_time``), not wall time, so that other work on a shared machine does
+    not count; the least round is the least disturbed (caches shared with other work)."""
     for _ in range(min(n, 200)):
         fn()
     out = []
     for _ in range(rounds):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         for _ in range(n):
             fn()
-        out.append((time.perf_counter() - t0) / n * 1e6)
+        out.append((time.process_time() - t0) / n * 1e6)
     return min(out)
 
 
