@@ -45,6 +45,9 @@ class Backend(str):
     - ``grid_instances(tiles, kdef) -> int``: instances of a persistent schedule over ``tiles``.
     """
 
+    def __reduce__(self):
+        return backend_object, (str(self),)       # unpickled: the one object of that name
+
     def implement(self, **ops) -> None:
         """Fill in this backend's operations (``OPERATIONS``): done once, by the module that
         implements them."""

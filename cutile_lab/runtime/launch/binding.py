@@ -14,6 +14,7 @@ import numpy as np
 
 from cutile_lab.errors import LaunchError
 from cutile_lab.runtime.backend import GPU, backend_object
+from cutile_lab.runtime.backend import backend as current_backend
 from cutile_lab.runtime.ops import DeviceOp
 from cutile_lab.runtime.ownership import OwnershipError
 from cutile_lab.runtime.partition import Partition
@@ -169,8 +170,8 @@ def grid_of(values, info) -> tuple[int, ...] | None:
         if isinstance(v, Partition):
             if is_persistent(info.kdef):
                 tiles = int(np.prod(v.grid))
-                return (backend_object(backend_of(values.values())).grid_instances(
-                    tiles, info.kdef),)
+                where = backend_object(backend_of(values.values()) or current_backend())
+                return (where.grid_instances(tiles, info.kdef),)
             if tile_order(info.kdef) is not None:
                 return (int(np.prod(v.grid)),)
             return v.grid
