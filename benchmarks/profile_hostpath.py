@@ -11,6 +11,8 @@ Cases (the tiny cases of ``bench_userpath.py``):
 - ``user_start``: ``add(p, x, y).start(); .wait()`` of the very same objects (the reuse path)
 - ``K.add``:      ``K.add(x, y).sync()`` — a library call, its output allocated per call
 - ``K.softmax``:  ``K.softmax(x).sync()`` on 8 rows of 1024
+- ``K.add kept``: ``K.add`` with the last 512 outputs kept alive (each call's output at a new
+  address, as in a model's forward pass)
 
 It runs on the simulator backend with ``cutile_lab.runtime.sim.run_simulated`` (the only call
 that does the simulated work) replaced by a no-op; everything else — the ownership checks of
@@ -21,6 +23,7 @@ stream lookup and the ctypes launch (``runtime.driver.RawLaunch``: one foreign c
 from __future__ import annotations
 
 import argparse
+import collections
 import cProfile
 import json
 import pstats
@@ -63,11 +66,13 @@ def cases() -> dict:
 
     def user_start():
         add(p, x, y).start().wait()
+    kept = collections.deque(maxlen=512)
     return {
         "user": lambda: add(z.partition_mut(128), x, y).sync(),
         "user_start": user_start,
         "K.add": lambda: K.add(x, y).sync(),
         "K.softmax": lambda: K.softmax(xs).sync(),
+        "K.add kept": lambda: kept.append(K.add(x, y).sync()),
     }
 
 

@@ -16,7 +16,7 @@ from cutile_lab.runtime import ownership
 from cutile_lab.runtime.backend import GPU
 from cutile_lab.runtime.dtypes import scalar_value
 from cutile_lab.runtime.launch.binding import pad3
-from cutile_lab.runtime.launch.packing import pack_template, raw_launch
+from cutile_lab.runtime.launch.packing import pack_template, pointer_index, raw_launch
 from cutile_lab.runtime.launch.plan import plan_for
 from cutile_lab.runtime.memory import allocate
 from cutile_lab.runtime.ops import _STREAM, ExecContext, Pending, as_core_stream
@@ -73,6 +73,8 @@ def prepare_launch(op, entry, values: dict, ctx) -> None:
     entry.plan = plan
     entry.config = plan.config(pad3(entry.grid))
     entry.template, entry.scalars = pack_template(plan.params, values)
+    if op._fresh is not None:          # a new output: its pointer is written per launch
+        entry.fresh = (pointer_index(plan.params, values, op._fresh), op._fresh)
 
 
 def launch(op, values: dict, entry, ctx) -> tuple:
@@ -86,9 +88,12 @@ def launch(op, values: dict, entry, ctx) -> tuple:
     if not raw or entry.foreign:
         raw = None
     scalars = ()
-    if raw is not None and entry.scalars:
-        scalars = raw.scalar_slots([(i, scalar_value(values[name], dtype))
-                                    for i, name, dtype in entry.scalars])
+    if raw is not None and (entry.scalars or entry.fresh is not None):
+        slots = [(i, scalar_value(values[name], dtype)) for i, name, dtype in entry.scalars]
+        if entry.fresh is not None:
+            i, name = entry.fresh
+            slots.append((i, values[name].tensor.ptr))
+        scalars = raw.scalar_slots(slots)
     if raw is not None and ctx.handle is not None:
         if raw.launch(ctx.handle, scalars):
             return None, scalars, op._raw_failed(entry, ctx, None, values)

@@ -421,3 +421,26 @@ def test_launch_into_allocates_the_output_when_it_runs(sim, rng):
     np.testing.assert_allclose(z.to_numpy(), a + 2 * b, rtol=1e-5)
     with pytest.raises(cl.LaunchError):
         launch_into(K.vadd, (1000,), "f32", (128, 2), x, y)      # a tile of the wrong rank
+
+
+def test_new_outputs_share_one_checked_entry(sim, rng):
+    """A library call's new output is keyed by its layout, not its address: every output kept
+    alive (a new address each time) reuses the one checked entry, and each gets its own
+    result; the in-flight checks still run on every launch."""
+    from cutile_lab.runtime.launch import kernel_info, launch_into
+    a = rng.standard_normal(1000).astype(np.float32)
+    b = rng.standard_normal(1000).astype(np.float32)
+    x, y = cl.from_numpy(a).sync(), cl.from_numpy(b).sync()
+    entries = kernel_info(K.vadd).entries
+    before = len(entries)
+    outs = [launch_into(K.vadd, (1000,), "f32", 128, x, y).sync() for _ in range(4)]
+    assert len({o.ptr for o in outs}) == 4
+    assert len(entries) == before + 1
+    for o in outs:
+        np.testing.assert_allclose(o.to_numpy(), a + b, rtol=1e-6)
+    # an argument still written by work in flight is refused whatever entry is reused
+    w = cl.zeros(1000).sync()
+    pending = K.vadd(w.partition_mut(128), x, x).start(cl.stream())
+    with pytest.raises(OwnershipError):
+        launch_into(K.vadd, (1000,), "f32", 128, w, x).sync()
+    pending.wait()

@@ -37,11 +37,13 @@ from cutile_lab.runtime.launch.binding import (SCALARS, KernelInfo, as_arg, back
                                                    bind_arguments, kernel_info, normalize_grid)
 from cutile_lab.runtime.launch.checks import MEASURE, STATS, borrows_of
 from cutile_lab.runtime.launch.packing import launch_core
-from cutile_lab.runtime.launch.plan import prepare_entry
+from cutile_lab.runtime.launch.plan import align, prepare_entry
 from cutile_lab.runtime.ops import DeviceOp, ExecContext, _start, as_core_stream
 from cutile_lab.runtime.ownership import OwnershipError
 from cutile_lab.runtime.partition import Partition, _tile_shape
 from cutile_lab.runtime.tensor import Tensor, normalize_shape
+
+FRESH = "new output"          # the entry key's mark of a library call's new output
 
 
 class ReusableStart:
@@ -80,6 +82,9 @@ class LaunchOp(DeviceOp):
     compiled = None
     grid = None
     explicit_consts: dict = {}        # never mutated (``_consts`` copies it)
+    # the parameter that gets a new tensor when the launch is enqueued (``OutputLaunchOp``): its
+    # part of the entry key is its layout, not its address, and its pointer is packed per launch
+    _fresh = None
     _consts_key = ()
 
     @classmethod
@@ -340,7 +345,12 @@ class LaunchOp(DeviceOp):
                 t = v.tensor
                 if v.moved is not None or t.moved is not None:
                     checks.raise_moved(self.label, values, self.where)
-                parts.append((t.key, v.tile_shape))
+                if name == self._fresh:
+                    # memory allocated for this launch aliases nothing: what the entry depends
+                    # on is its layout (alignment included), not where it is
+                    parts.append((FRESH, align(t.ptr), t.shape, t.dtype.name, v.tile_shape))
+                else:
+                    parts.append((t.key, v.tile_shape))
                 movers.append(v)
                 movers.append(t)
             elif cls is Tensor:
@@ -425,6 +435,7 @@ class OutputLaunchOp(LaunchOp):
                 _OUTPUTS[key] = out
         self._out = out
         LaunchOp.__init__(self, kernel, (None,) + tuple(args), kwargs)
+        self._fresh = self.info.names[0]
 
     def _resolve(self, ctx: ExecContext):
         shape, dtype, tile = self._out

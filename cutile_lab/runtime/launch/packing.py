@@ -41,10 +41,13 @@ def launch_core(values, entry, ctx, args=None):
     arguments (for reuse). Foreign memory is ordered after its producer's stream first."""
     plan = entry.plan
     if args is None:
-        if entry.scalars:
+        if entry.scalars or entry.fresh is not None:
             args = list(entry.template)
             for i, name, dtype in entry.scalars:
                 args[i] = scalar_value(values[name], dtype)
+            if entry.fresh is not None:
+                i, name = entry.fresh
+                args[i] = values[name].tensor.ptr
         else:
             args = entry.template
     stream = ctx.stream
@@ -71,6 +74,20 @@ def pack_args(params, values) -> list:
     return out
 
 
+def pointer_index(params, values, name: str) -> int:
+    """Where the array ``name``'s pointer sits in ``pack_template(params, values)``."""
+    index = 0
+    for p in params:
+        if p.name == name:
+            return index
+        if p.kind == "array":
+            v = values[p.name]
+            index += 1 + 2 * (v.tensor if isinstance(v, Partition) else v).ndim
+        else:
+            index += 1
+    raise KeyError(name)
+
+
 def pack_template(params, values) -> tuple[list, list]:
     """``pack_args`` for a cached launch: the arrays' part is fixed by the cache key, scalars
     are filled in per launch. Returns (template, [(index, name, dtype)])."""
@@ -91,4 +108,4 @@ def pack_template(params, values) -> tuple[list, list]:
 
 
 
-__all__ = ["pack_args", "pack_template", "raw_launch", "launch_core", "core_launch"]
+__all__ = ["pack_args", "pack_template", "pointer_index", "raw_launch", "launch_core", "core_launch"]

@@ -52,7 +52,7 @@ class LaunchEntry:
     """One checked launch shape: what a repeated launch with the same argument layout reuses."""
 
     __slots__ = ("consts", "grid", "diagnostics", "arrays", "plan", "config", "template",
-                 "scalars", "run", "foreign", "raw")
+                 "scalars", "run", "foreign", "raw", "fresh")
 
     def __init__(self, consts, grid, diagnostics):
         self.consts = consts
@@ -66,6 +66,9 @@ class LaunchEntry:
         self.run = all(n > 0 for n in grid)
         self.foreign = False
         self.raw = None               # gpu: the _RawLaunch (False: launch through cuda.core)
+        # gpu: (template index, parameter) of a new output's pointer, written per launch: the
+        # entry of a library call serves every new output of its layout (``LaunchOp._fresh``)
+        self.fresh = None
 
 
 
