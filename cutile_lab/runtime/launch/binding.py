@@ -15,6 +15,7 @@ import numpy as np
 from cutile_lab.errors import LaunchError
 from cutile_lab.runtime.backend import GPU, backend_object
 from cutile_lab.runtime.backend import backend as current_backend
+from cutile_lab.runtime.callsite import as_span
 from cutile_lab.runtime.ops import DeviceOp
 from cutile_lab.runtime.ownership import OwnershipError
 from cutile_lab.runtime.partition import Partition
@@ -63,7 +64,8 @@ SCALARS = (bool, int, float, np.generic)
 
 def bind_arguments(info: KernelInfo, args, kwargs, where) -> tuple[dict, dict]:
     """(parameter name -> argument, const name -> value) of ``kernel(*args, **kwargs)``; a call
-    that does not fit the signature raises ``OwnershipError`` with the checker's diagnostics."""
+    that does not fit the signature raises ``OwnershipError`` with the checker's diagnostics at
+    ``where`` (the call's (file, line), made a ``Span`` only then)."""
     names = info.names
     if not kwargs and not info.consts and len(args) == len(names):
         return dict(zip(names, args)), {}
@@ -87,7 +89,8 @@ def bind_arguments(info: KernelInfo, args, kwargs, where) -> tuple[dict, dict]:
             or any(k not in names for k in kwargs if k not in info.generics):
         from cutile_lab.checking.launch_rules import argument_problems
         diags = argument_problems(info.kdef, [g for g in given if g not in info.generics],
-                                  where, extra_positional=max(0, len(args) - len(names)))
+                                  as_span(where),
+                                  extra_positional=max(0, len(args) - len(names)))
         if diags:
             raise OwnershipError(diags)
     return bound, consts

@@ -207,7 +207,7 @@ class LaunchOp(DeviceOp):
     # --- binding arguments to parameters -------------------------------------------------------
     def _bind(self, args, kwargs):
         try:
-            return bind_arguments(self.info, args, kwargs, self.where)
+            return bind_arguments(self.info, args, kwargs, self._where)
         except OwnershipError as e:
             self.diagnostics = list(e.diagnostics)
             raise
