@@ -22,9 +22,9 @@ from cutile_lab.diagnostics import Diagnostic, Span
 from cutile_lab.errors import LanguageError
 from cutile_lab.language.constants import resolve_constants
 from cutile_lab.language.frontend import KernelDef, KernelSource, parse_kernels
+from cutile_lab.runtime.launch import launch_op, set_kernel_adapter
+from cutile_lab.simulation.adapters import FUNCTION_KERNEL
 
-
-_LAUNCH_OP: list = [None]
 
 
 class Kernel:
@@ -68,10 +68,6 @@ class Kernel:
                               cached_only=cached_only)
 
     def __call__(self, *args, **kwargs):
-        launch_op = _LAUNCH_OP[0]
-        if launch_op is None:       # imported once: an import statement costs a microsecond
-            from cutile_lab.runtime.launch import launch_op
-            _LAUNCH_OP[0] = launch_op
         return launch_op(self, args, kwargs)
 
     def __repr__(self) -> str:
@@ -120,6 +116,10 @@ def as_kernel(obj) -> Kernel:
         return k
     raise LanguageError(f"cannot launch {type(obj).__name__}: not a kernel",
                         help="launch a @ct.kernel or @cl.kernel function")
+
+
+set_kernel_adapter(as_kernel)      # cl.launch(ct_kernel, ...): the runtime asks this module
+FUNCTION_KERNEL[0] = kernel        # simulate(fn, ...): the simulator asks this module
 
 
 def function_namespace(fn) -> Mapping[str, Any]:

@@ -12,7 +12,7 @@ refuse, or one the kernels cannot do, is a ``TL15x`` error at the caller's line.
 Templates (``ADD``, ``SOFTMAX``, ``GEMM``, ...) live in the family modules; tile sizes per
 architecture in ``tuning``.
 """
-from cutile_lab.kernels.host import (add, attention, gemm, layernorm, mul, rmsnorm, saxpy,
-                                     softmax)
+from cutile_lab.kernels.attention_host import attention
+from cutile_lab.kernels.host import add, gemm, layernorm, mul, rmsnorm, saxpy, softmax
 
 __all__ = ["add", "mul", "saxpy", "softmax", "layernorm", "rmsnorm", "gemm", "attention"]

@@ -9,20 +9,25 @@ other paths allocate it first and lend it to the launches (``partition_mut``).
 They take what their PyTorch counterparts take: the row-wise functions reduce over the last
 dimension (or ``dim=``) of a tensor of any rank, with rows of any length (a row longer than one
 tile goes to the chunked kernels); ``gemm`` has ``matmul``'s semantics up to 3-D; ``add``/``mul``
-broadcast; ``attention`` takes (batch, heads, seq, dim) with grouped-query K/V heads and a mask.
+broadcast. ``attention`` lives in ``attention_host`` (it uses the shared helpers here).
 Sections below: shared helpers, then one per function family.
 """
 from __future__ import annotations
 
+import itertools
 import math
+import numbers
+
+import numpy as np
 
 from cutile_lab.kernels import elementwise as _elementwise
-from cutile_lab.kernels import flash_attention as _attention
 from cutile_lab.kernels import matmul as _gemm
 from cutile_lab.kernels import rowwise as _rowwise
 from cutile_lab import runtime as _runtime
 from cutile_lab.kernels import validate as _v
-from cutile_lab.kernels.tuning import config, device_target, hints_text
+from cutile_lab.kernels.tuning import config, device_target, hints_text, shared_config
+from cutile_lab.runtime import (Tensor, asarray, backend, device_info, empty, from_numpy, full,
+                                value, zeros)
 from cutile_lab.runtime.launch import launch_into
 
 
@@ -35,11 +40,26 @@ def _arch() -> tuple[str, str] | None:
     return device_target()
 
 
+_SELECTED: dict = {}    # (family, target, variant, key) -> (kernel, the configuration it was built for)
+
+
+def _selected(family: str, variant: str | None, key, build):
+    """(kernel, configuration) of ``family`` on the device in use: ``build(cfg)`` makes the
+    kernel once per (family, device, variant, ``key``) — the template substitutions ``key``
+    stands for — and again only when the tuning store gives a new configuration. What a library
+    call pays per call for its kernel: two dict lookups. ``cfg`` is shared: read it only."""
+    target = _arch()
+    cfg = shared_config(family, target, variant)
+    k = (family, target, variant, key)
+    hit = _SELECTED.get(k)
+    if hit is None or hit[1] is not cfg:
+        hit = _SELECTED[k] = (build(cfg), cfg)
+    return hit
+
+
 def _sm_count() -> int:
-    from cutile_lab.runtime import backend
     if backend() != "gpu":
         return 8
-    from cutile_lab.runtime import device_info
     return device_info().sm_count
 
 
@@ -83,7 +103,6 @@ def _merge(shape, strides) -> tuple[list, list]:
 def _chain(ops, result):
     """Run the zero-argument op builders ``ops`` one after the other on one stream; the chain's
     result is ``result``."""
-    from cutile_lab.runtime import value
 
     def step(build):
         return lambda _: build()
@@ -95,7 +114,6 @@ def _chain(ops, result):
 
 def _outer_index(shape):
     """Every index tuple of ``shape`` (row-major)."""
-    import itertools
     return itertools.product(*(range(n) for n in shape))
 
 
@@ -103,8 +121,6 @@ def _outer_index(shape):
 
 def _scalar_operand(y, like):
     """A Python number as a 0-d tensor of ``like``'s dtype (``add(x, 2.0)`` as in PyTorch)."""
-    import numpy as np
-    from cutile_lab.runtime import asarray, from_numpy
     from cutile_lab.runtime.dtypes import numpy_dtype
     arr = np.asarray(y, dtype=numpy_dtype(like.dtype))
     if like.backend == "gpu":
@@ -113,8 +129,6 @@ def _scalar_operand(y, like):
 
 
 def _binary(name: str, x, y, B: int | None):
-    import numbers
-    from cutile_lab.runtime import empty, value
     fn = name
     B = _v.tile_size(fn, "B", B)
     if isinstance(y, numbers.Number) and not isinstance(y, bool):
@@ -128,9 +142,9 @@ def _binary(name: str, x, y, B: int | None):
     shape = _v.broadcast_shape(fn, (("x", 0), x), (("y", 1), y))
     size = math.prod(shape)
     if size and x.shape == y.shape == shape and x.is_contiguous and y.is_contiguous:
-        cfg = config("add", _arch())
-        kernel = _elementwise.BINARY.kernel(dt=x.dtype.name, hints=hints_text(cfg), name=name,
-                                            op=_elementwise.OPERATORS[name])
+        dt = x.dtype.name
+        kernel, cfg = _selected("add", None, (name, dt), lambda cfg: _elementwise.BINARY.kernel(
+            dt=dt, hints=hints_text(cfg), name=name, op=_elementwise.OPERATORS[name]))
         if len(shape) == 1:
             return launch_into(kernel, shape, x.dtype, B or cfg["B"], x, y)
         flat = (size,)
@@ -209,7 +223,6 @@ def mul(x, y, *, B: int | None = None):
 
 def saxpy(alpha: float, x, y, *, B: int | None = None):
     """``alpha * x + y`` element-wise (tensors of one shape), computed in f32."""
-    from cutile_lab.runtime import empty, value
     fn = "saxpy"
     B = _v.tile_size(fn, "B", B)
     x, y = _tensors(fn, ("x", 1, x), ("y", 2, y))
@@ -228,8 +241,9 @@ def saxpy(alpha: float, x, y, *, B: int | None = None):
     if x.size == 0:
         return value(empty(shape, x.dtype))
     x, y = _contiguous_flat(x), _contiguous_flat(y)
-    cfg = config("saxpy", _arch())
-    kernel = _elementwise.SAXPY.kernel(dt=x.dtype.name, hints=hints_text(cfg))
+    dt = x.dtype.name
+    kernel, cfg = _selected("saxpy", None, dt,
+                            lambda cfg: _elementwise.SAXPY.kernel(dt=dt, hints=hints_text(cfg)))
     op = launch_into(kernel, (x.size,), x.dtype, B or cfg["B"], x, y, alpha)
     return op if len(shape) == 1 else op.then(lambda z: z.reshape(shape))
 
@@ -238,7 +252,6 @@ def _contiguous_flat(t):
     """``t`` as a 1-D view, or a contiguous 1-D copy of it (made by the broadcasting kernel)."""
     if t.is_contiguous:
         return t.reshape((t.size,))
-    from cutile_lab.runtime import empty
     copy = empty(t.shape, t.dtype)
     _broadcast_launch("add", copy, t, _scalar_operand(0, t), None).sync()
     return copy.reshape((t.size,))
@@ -250,7 +263,6 @@ def _rows(x, dim: int):
     """(pieces, out, result): ``x`` seen as 2-D (rows, n) views with ``dim`` last, one piece per
     launch (one, unless the leading dimensions cannot be folded into one), the output allocated
     in that order, and the output seen in ``x``'s order."""
-    from cutile_lab.runtime import empty
     nd = max(x.ndim, 1)
     shape = tuple(x.shape) or (1,)
     strides = tuple(x.strides) or (1,)
@@ -280,7 +292,6 @@ def _rows(x, dim: int):
 def _rowwise_call(fn: str, family: str, x, dim, extra: tuple, BR):
     """Checks, then one launch (or chain) per piece of ``_rows``: whole rows in one tile where
     they fit, else the two launches of ``_long_rows``."""
-    from cutile_lab.runtime import value
     _v.dtype_in(fn, ("x", 0), x, _v.FLOATS)
     d = _v.dim_index(fn, dim, x.ndim)
     BR = _v.tile_size(fn, "BR", BR)
@@ -306,11 +317,13 @@ def _rowwise_call(fn: str, family: str, x, dim, extra: tuple, BR):
 
 def _whole_rows(family: str, out, x, extra, BR):
     rows, cols = x.shape
-    cfg = config(family, _arch(), variant=str(cols))
-    template = {"softmax": _rowwise.SOFTMAX, "layernorm": _rowwise.LAYERNORM,
-                "rmsnorm": _rowwise.RMSNORM}[family]
-    kernel = template.kernel(**_rowwise.substitutions(family, x.dtype.name, cols,
-                                                      hints_text(cfg)))
+    dt = x.dtype.name
+
+    def build(cfg):
+        template = {"softmax": _rowwise.SOFTMAX, "layernorm": _rowwise.LAYERNORM,
+                    "rmsnorm": _rowwise.RMSNORM}[family]
+        return template.kernel(**_rowwise.substitutions(family, dt, cols, hints_text(cfg)))
+    kernel, cfg = _selected(family, str(cols), dt, build)
     tile = (BR or cfg["BR"], _pow2(cols))
     if out is None:                    # a new output, allocated when the launch runs
         return launch_into(kernel, (rows, cols), x.dtype, tile, x, *extra)
@@ -320,7 +333,6 @@ def _whole_rows(family: str, out, x, extra, BR):
 def _long_rows(family: str, out, x, extra, BR):
     """A row longer than one tile: per block of rows, the statistics launch, then the apply
     launch (``long_rows_launches``)."""
-    from cutile_lab.runtime import empty
     rows, cols = x.shape
     plan = _rowwise.long_row_plan(family, x.dtype.name, rows, cols, _sm_count(), BR,
                                   itemsize=x.dtype.itemsize)
@@ -362,7 +374,6 @@ def softmax(x, dim: int = -1, *, BR: int | None = None):
 def _norm_weight(fn: str, arg, t, n: int, like, fill: float):
     """A norm's weight or bias: ``None`` (ones / zeros, as PyTorch's default) or a tensor of the
     row's length and the input's dtype."""
-    from cutile_lab.runtime import full
     if t is None:
         return full((n,), fill, like.dtype).sync()
     [t] = _tensors(fn, (*arg, t))
@@ -409,7 +420,6 @@ def gemm(a, b, *, BM: int | None = None, BN: int | None = None, BK: int | None =
     accumulation): 2-D in grouped tile order (``schedule="persistent"``: one instance per SM
     looping over its tiles); a 3-D operand is a batch (a 2-D one, or a batch of 1, is shared by
     every batch); a 1-D operand is a vector."""
-    from cutile_lab.runtime import empty, value
     fn = "gemm"
     BM, BN, BK = (_v.tile_size(fn, k, v) for k, v in (("BM", BM), ("BN", BN), ("BK", BK)))
     if schedule is not None and schedule not in ("tiles", "persistent"):
@@ -449,7 +459,6 @@ def gemm(a, b, *, BM: int | None = None, BN: int | None = None, BK: int | None =
     if c.size == 0:
         return value(result)
     if ka == 0:
-        from cutile_lab.runtime import zeros
         return zeros(final, a.dtype)
     if a2.ndim == 3 and b2.ndim == 2 and a2.shape[0] > 1:
         folded = _merge(a2.shape[:-1], a2.strides[:-1])
@@ -487,150 +496,3 @@ def _gemm_batched(c, a, b, BM, BN, BK):
                                        ab="tile_id(0)" if a3.shape[0] > 1 else "0",
                                        bb="tile_id(0)" if b3.shape[0] > 1 else "0")
     return kernel(c.partition_mut((1, BM, BN)), a3, b3, BK=BK)
-
-
-# --- attention ----------------------------------------------------------------------------------
-
-def attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask=None,
-              BQ: int | None = None, BKV: int | None = None):
-    """Flash-attention forward, ``F.scaled_dot_product_attention``'s layout: (batch, heads, seq,
-    head_dim), or (batch·heads, seq, head_dim). K and V may have fewer heads than Q when they
-    divide it (grouped-query attention) and another sequence length; ``mask`` (boolean, True
-    keeps a score, or a float added to the scaled scores) broadcasts to (batch, heads, q seq,
-    k seq); ``causal`` aligns the diagonal at the top left, as PyTorch does."""
-    from cutile_lab.runtime import empty, value
-    fn = "attention"
-    BQ, BKV = _v.tile_size(fn, "BQ", BQ), _v.tile_size(fn, "BKV", BKV)
-    named = [("q", 0, q), ("k", 1, k), ("v", 2, v)] + ([("mask", None, mask)]
-                                                        if mask is not None else [])
-    ts = _tensors(fn, *named)
-    q, k, v = ts[:3]
-    _v.dtype_in(fn, ("q", 0), q, _v.FLOATS)
-    _v.same_dtype(fn, (("q", 0), q), (("k", 1), k), (("v", 2), v))
-    layout = "(batch, heads, seq, head_dim) or (batch·heads, seq, head_dim)"
-    _v.rank_in(fn, ("q", 0), q, (3, 4), layout)
-    for arg, t in ((("k", 1), k), (("v", 2), v)):
-        if t.ndim != q.ndim:
-            _v.rank_in(fn, arg, t, (q.ndim,), f"the rank of `q`: {layout}")
-    four = q.ndim == 4
-    B = q.shape[0] if four else 1
-    H, Sq, D = q.shape[-3], q.shape[-2], q.shape[-1]
-    Hkv, Skv = k.shape[-3], k.shape[-2]
-    if four and (k.shape[0] != B or v.shape[0] != B):
-        bad = ("k", 1, k) if k.shape[0] != B else ("v", 2, v)
-        _v.shape_mismatch(fn, bad[:2], bad[2], f"`{bad[0]}` has batch {bad[2].shape[0]} but `q` "
-                          f"has {B}", "pass q, k and v with one batch size")
-    if k.shape[-1] != D:
-        _v.shape_mismatch(fn, ("k", 1), k, f"`k` has head_dim {k.shape[-1]} but `q` has {D}",
-                          "queries and keys need one head_dim")
-    if tuple(v.shape[-3:-1]) != (Hkv, Skv):
-        _v.shape_mismatch(fn, ("v", 2), v, f"`v` {_v.shape_text(v.shape)} must have the heads and "
-                          f"sequence length of `k` {_v.shape_text(k.shape)}",
-                          "pass values with one row per key")
-    if v.shape[-1] != D:
-        _v.shape_mismatch(fn, ("v", 2), v, f"`v` has head_dim {v.shape[-1]} but `q` has {D}: "
-                          "the kernel takes one head_dim for all three",
-                          "pad `v`'s last dimension to the head_dim of `q`")
-    if Hkv == 0 or H % Hkv:
-        _v.shape_mismatch(fn, ("k", 1), k, f"`k` has {Hkv} heads, which does not divide the {H} "
-                          "heads of `q`", "grouped-query attention needs the query heads to be "
-                          "a multiple of the key/value heads")
-    if D > 256:
-        _v.shape_mismatch(fn, ("q", 0), q, f"head_dim {D} is larger than the kernel's 256",
-                          "split the heads, or use head_dim <= 256")
-    if causal and mask is not None:
-        _v.refuse("TL155", "`attention`: pass either causal=True or a mask, not both",
-                  arg=("mask", None), label="a mask with causal=True",
-                  help="fold the causal mask into `mask`, or drop one of them (as PyTorch's "
-                       "scaled_dot_product_attention requires)")
-    scale = float(scale) if scale is not None else 1.0 / math.sqrt(max(D, 1))
-    subs = {}
-    if mask is not None:
-        mt = ts[3]
-        if mt.dtype.name != "bool":
-            _v.same_dtype(fn, (("q", 0), q), (("mask", None), mt))
-        if mt.ndim > 4:
-            _v.rank_in(fn, ("mask", None), mt, (1, 2, 3, 4),
-                       "broadcastable to (batch, heads, q seq, k seq)")
-        full_shape = (B, H, Sq, Skv)
-        mshape = (1,) * (4 - mt.ndim) + tuple(mt.shape)
-        for want, got in zip(full_shape, mshape):
-            if got not in (1, want):
-                _v.shape_mismatch(fn, ("mask", None), mt, f"`mask` {_v.shape_text(mt.shape)} "
-                                  f"does not broadcast to (batch, heads, q seq, k seq) = "
-                                  f"{_v.shape_text(full_shape)}",
-                                  "each mask dimension must be 1 or the matching size")
-    out = empty((B * H, Sq, D) if four else (H, Sq, D), q.dtype)
-    result = out.reshape(q.shape[:-1] + (D,)) if four else out
-    if out.size == 0:
-        return value(result)
-    if Skv == 0:                        # a softmax over no keys: NaN, as PyTorch gives
-        from cutile_lab.runtime import full
-        return full(result.shape, float("nan"), q.dtype)
-    cfg = config("attention", _arch(), variant="causal" if causal else "non-causal")
-    DP = max(16, _pow2(D))
-    # the tuned blocks are for head_dim 64; a (BQ, 256) block past 64 rows outgrows shared memory
-    BQ, BKV = BQ or (cfg["BQ"] if DP <= 128 else min(cfg["BQ"], 64)), BKV or cfg["BKV"]
-
-    def heads3(t, b):
-        """(heads, seq, dim) of batch ``b`` as a 3-D view."""
-        if not four:
-            return t
-        return _view(t, t.shape[1:], t.strides[1:], t.offset + b * t.strides[0])
-
-    mt = ts[3] if mask is not None else None
-    if mt is not None:
-        # (batch, heads, q seq, k seq), a dimension of stride 0 (expanded) read as broadcast
-        mshape = tuple(1 if st == 0 else n for n, st in
-                       zip((1,) * (4 - mt.ndim) + tuple(mt.shape),
-                           (0,) * (4 - mt.ndim) + tuple(mt.strides)))
-        mstrides = (0,) * (4 - mt.ndim) + tuple(mt.strides)
-        has_b, has_h = mshape[0] != 1, mshape[1] != 1
-        rows, cols = mshape[2] != 1, mshape[3] != 1
-
-    # one launch for all batches where (batch, heads) fold into one dimension, else per batch
-    def folds(shape, strides):
-        return len(_merge(shape[:2], strides[:2])[0]) <= 1
-    per_batch = four and not (all(folds(t.shape, t.strides) for t in (q, k, v)) and
-                              (mt is None or not (has_b and has_h) or
-                               folds(mshape, mstrides)))
-    if four and not per_batch:
-        def flat(t):
-            s = _merge(t.shape[:2], t.strides[:2])[1]
-            return _view(t, (t.shape[0] * t.shape[1], *t.shape[2:]),
-                         (s[0] if s else 1, *t.strides[2:]))
-        pieces = [(_view(out, out.shape, out.strides), flat(q), flat(k), flat(v), None)]
-    else:
-        pieces = [(_view(out, (H, Sq, D), (Sq * D, D, 1), out.offset + b * H * Sq * D),
-                   heads3(q, b), heads3(k, b), heads3(v, b), b) for b in range(B)]
-    extra_args: tuple = ()
-    if mt is not None:
-        # the mask as (index, q seq | 1, k seq | 1), and how the kernel indexes it from bh
-        if per_batch or not four:
-            index, lead = ("bh", 1) if has_h else ("0", None)
-        else:
-            index, lead = {(False, False): ("0", None), (True, False): ("bh // HEADS", 0),
-                           (False, True): ("bh % HEADS", 1), (True, True): ("bh", "bh")}[
-                (has_b, has_h)]
-        subs = _attention.mask_substitutions(mt.dtype.name, index, rows, cols)
-
-        def mask_view(b):
-            off = mt.offset + (b * mstrides[0] if b is not None and has_b else 0)
-            if lead == "bh":
-                n, st = B * H, _merge(mshape[:2], mstrides[:2])[1][0]
-            elif lead is None:
-                n, st = 1, 1
-            else:
-                n, st = mshape[lead], mstrides[lead]
-            return _view(mt, (n, mshape[2], mshape[3]), (st, mstrides[2], mstrides[3]), off)
-        extra_args = (mask_view, 1.0 / scale)
-    kernel = _attention.ATTENTION.kernel(dt=q.dtype.name, hints=hints_text(cfg), **subs)
-    rep = H // Hkv
-
-    def launch(o, qv, kv, vv, b):
-        more = (extra_args[0](b), extra_args[1]) if extra_args else ()
-        return kernel(o.partition_mut((1, BQ, DP)), qv, kv, vv, scale * math.log2(math.e),
-                      *more, BKV=BKV, CAUSAL=int(bool(causal)), REP=rep, HEADS=H)
-    if len(pieces) == 1:
-        return launch(*pieces[0]).then(lambda _: result)
-    return _chain([lambda p=p: launch(*p) for p in pieces], result)

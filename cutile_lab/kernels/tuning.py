@@ -77,6 +77,13 @@ def config(family: str, target=None, variant: str | None = None) -> dict:
     ``family`` gives it; ``variant`` narrows it (the row length of a row-wise kernel, GEMM's
     dtype). A numeric variant the sweep did not measure (rows of 2000 columns) takes the
     configuration of the nearest one it did, by ratio (1024 there), rather than the default."""
+    return dict(shared_config(family, target, variant))
+
+
+def shared_config(family: str, target=None, variant: str | None = None) -> dict:
+    """``config`` without the copy: the resolved configuration itself, which the caller must
+    not change. The same object is returned until ``store`` records a new configuration, so a
+    caller may key what it derives from it (a kernel built with its hints) by its identity."""
     data = _stored()
     key = (family, target, variant)
     hit = _resolved.get(key)
@@ -85,7 +92,7 @@ def config(family: str, target=None, variant: str | None = None) -> dict:
         if len(_resolved) > 1024:
             _resolved.clear()
         _resolved[key] = hit
-    return dict(hit[1])
+    return hit[1]
 
 
 def _resolve(data: dict, family: str, target, variant: str | None) -> dict:

@@ -18,6 +18,8 @@ from typing import Iterable, Sequence
 
 from cutile_lab.diagnostics import Diagnostic, Label, Span
 from cutile_lab.errors import KernelDiagnosticsError
+from cutile_lab.runtime.backend import backend as current_backend
+from cutile_lab.runtime.tensor import Tensor
 
 # what each argument is, by the host function's (name, position) of it
 Arg = tuple[str, int | None]
@@ -96,6 +98,13 @@ def shape_text(shape: Sequence[int]) -> str:
 
 def tensor(value, arg: Arg, fn: str):
     """``value`` as the runtime's tensor on the current backend, or TL150 / TL154."""
+    if type(value) is Tensor and value.storage.backend == current_backend():
+        return value                     # the common case: one type test, one comparison
+    return _convert(value, arg, fn)
+
+
+def _convert(value, arg: Arg, fn: str):
+    """``tensor`` for anything but a tensor of the current backend: wrapped, copied, refused."""
     from cutile_lab.errors import CutileLabError
     from cutile_lab.runtime import Tensor, asarray, backend, from_numpy
     import numpy as np

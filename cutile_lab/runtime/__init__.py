@@ -13,7 +13,8 @@ compile: it calls ``cutile_lab.compiling.driver.compile_kernel``, the launch-lev
     zp, x, y = add(z.partition(128), x, y).sync()      # grid (8,), ragged edge masked
     z = zp.unpartition()
 
-Modules: ``backend`` (gpu/sim choice), ``device`` (GPU facts, context, streams), ``memory``
+Modules: ``backend`` (the gpu/sim choice and the ``Backend`` objects), ``gpu`` / ``sim`` (what
+each backend does: start, allocate, launch, wait), ``device`` (GPU facts, context, streams), ``memory``
 (storage and raw memory ops), ``dtypes`` / ``dlpack`` (host-boundary types, DLPack),
 ``tensor`` (Tensor), ``creation`` (zeros/.../asarray), ``partition``, ``ops`` (DeviceOp, Pending),
 ``ownership`` (moves and in-flight borrows), ``launch``, ``driver`` (everything that calls
@@ -32,6 +33,7 @@ from cutile_lab.runtime.device import (DeviceInfo, describe_device, device_info,
 from cutile_lab.runtime.foreign import CudaKernel, cuda_kernel, torch_op
 from cutile_lab.runtime.graph import Graph, graph
 from cutile_lab.runtime.launch import LaunchOp, launch
+from cutile_lab.runtime import gpu as _gpu, sim as _sim      # noqa: F401  (fill GPU and SIM in)
 from cutile_lab.runtime.ops import DeviceOp, Pending, stream, synchronize, value, zip
 from cutile_lab.runtime.ownership import OwnershipError
 from cutile_lab.runtime.partition import Partition

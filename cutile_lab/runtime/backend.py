@@ -1,9 +1,21 @@
-"""Which backend runs launches: the GPU (cuda.core) or the CPU simulator (NumPy).
+"""Which backend runs launches, and the backend objects: the GPU (cuda.core) and the CPU simulator
+(NumPy), side by side behind one interface.
 
-Owns the choice and nothing else: ``set_backend("gpu"|"sim")``, the ``CUTILE_LAB_BACKEND``
-environment variable, and the automatic choice (the GPU when one is found, else the simulator,
-announced once with a one-line message). It never imports ``cuda.core`` at import time, so
-importing and compiling work on a machine without a GPU or driver.
+Owns the choice: ``set_backend("gpu"|"sim")``, the ``CUTILE_LAB_BACKEND`` environment variable,
+and the automatic choice (the GPU when one is found, else the simulator, announced once with a
+one-line message). It never imports ``cuda.core`` at import time, so importing and compiling work
+on a machine without a GPU or driver.
+
+Owns the objects too: ``GPU`` and ``SIM`` are ``Backend``s — what ``backend()`` returns, what a
+tensor's storage, a flight and an ``ExecContext`` carry — and the runtime runs work *through*
+them (``start`` a chain, allocate a ``new_tensor`` while enqueueing, ``prepare_launch`` and
+``launch`` a kernel, ``wait`` for a flight) instead of comparing backend names. A ``Backend`` is
+a ``str`` subclass equal to its name, so ``backend() == "gpu"`` and JSON keep working.
+
+The operations are implemented beside the work they do, in ``runtime.gpu`` and ``runtime.sim``,
+which sit above the ops, creation and launch modules they use; they fill their backend in with
+``implement`` when the runtime package is imported. This module sits below all of them, so the
+objects are created here and their work is plugged in (dependency inversion), never imported.
 """
 from __future__ import annotations
 
@@ -14,6 +26,45 @@ import threading
 from cutile_lab.errors import LaunchError, NoDeviceError
 
 BACKENDS = ("gpu", "sim")
+
+# what a backend must do, filled in by the module that implements it (``implement``)
+OPERATIONS = ("start", "new_tensor", "prepare_launch", "launch", "wait", "grid_instances")
+
+
+class Backend(str):
+    """A backend: equal to its name (``"gpu"`` / ``"sim"``), with the runtime's operations that
+    differ between backends as attributes (plain functions, called without indirection):
+
+    - ``start(op, stream, for_sync) -> Pending``: register a flight and enqueue the op's chain;
+    - ``new_tensor(ctx, shape, dtype, where) -> Tensor``: memory for a chain being enqueued;
+    - ``prepare_launch(op, entry, values, ctx)``: complete a new launch entry (compile, load and
+      pack on the GPU; nothing on the simulator);
+    - ``launch(op, values, entry, ctx) -> (raw, scalars, args)``: run a checked launch, returning
+      what a restart of the op reuses;
+    - ``wait(flight)``: block until the flight's work is done, then release its borrows;
+    - ``grid_instances(tiles, kdef) -> int``: instances of a persistent schedule over ``tiles``.
+    """
+
+    def __reduce__(self):
+        return backend_object, (str(self),)       # unpickled: the one object of that name
+
+    def implement(self, **ops) -> None:
+        """Fill in this backend's operations (``OPERATIONS``): done once, by the module that
+        implements them."""
+        missing = set(OPERATIONS) - set(ops)
+        if missing:
+            raise TypeError(f"backend {self}: missing operations {sorted(missing)}")
+        self.__dict__.update(ops)
+
+
+GPU = Backend("gpu")
+SIM = Backend("sim")
+_OBJECTS = {"gpu": GPU, "sim": SIM}
+
+
+def backend_object(name) -> Backend:
+    """The ``Backend`` named ``name`` (a ``Backend`` already, or its name)."""
+    return _OBJECTS[name]
 ENV_VAR = "CUTILE_LAB_BACKEND"
 
 _lock = threading.Lock()
@@ -46,11 +97,11 @@ def set_backend(name: str | None) -> str:
     if name == "gpu":
         from cutile_lab.runtime.device import require_gpu
         require_gpu("cl.set_backend('gpu')")
-    _explicit = name
-    return name
+    _explicit = _OBJECTS[name]
+    return _explicit
 
 
-def backend() -> str:
+def backend() -> Backend:
     """The backend new work goes to (decides it on first use)."""
     global _automatic
     if _explicit is not None:
@@ -61,12 +112,12 @@ def backend() -> str:
         if name == "gpu":
             from cutile_lab.runtime.device import require_gpu
             require_gpu(f"{ENV_VAR}=gpu")
-        return name
+        return _OBJECTS[name]
     if _automatic is None:
         with _lock:
             if _automatic is None:
                 from cutile_lab.runtime.device import gpu_available
-                _automatic = "gpu" if gpu_available() else "sim"
+                _automatic = GPU if gpu_available() else SIM
                 if _automatic == "sim":
                     _announce()
     return _automatic
@@ -102,4 +153,5 @@ def _reset_for_tests() -> None:
     _announced = False
 
 
-__all__ = ["set_backend", "backend", "is_sim", "BACKENDS", "NoDeviceError"]
+__all__ = ["set_backend", "backend", "is_sim", "BACKENDS", "NoDeviceError", "Backend", "GPU", "SIM",
+           "backend_object"]

@@ -19,7 +19,7 @@ from cutile_lab.runtime import ownership
 from cutile_lab.runtime.backend import backend as current_backend
 from cutile_lab.runtime.callsite import user_site
 from cutile_lab.runtime.dtypes import as_dtype, numpy_dtype
-from cutile_lab.runtime.memory import DeviceStorage, HostStorage, allocate, copy, fill
+from cutile_lab.runtime.memory import DeviceStorage, HostStorage, copy, fill
 from cutile_lab.runtime.ops import DeviceOp, ExecContext
 from cutile_lab.runtime.tensor import Tensor, c_strides, normalize_shape
 
@@ -112,16 +112,7 @@ def new_tensor(ctx: ExecContext, shape: tuple, dtype: DType, where=None) -> Tens
     """An uninitialised tensor for a chain being enqueued: from the memory pool, stream-ordered
     on the chain's stream (on the capture's allocation stream while a graph is captured: the
     graph reuses it on every replay), or a NumPy array on the simulator."""
-    if ctx.backend == "sim":
-        flat = np.empty(math.prod(shape), dtype=numpy_dtype(dtype))
-        return Tensor.contiguous(HostStorage(flat.ctypes.data, flat.nbytes, flat), dtype, shape,
-                                 where)
-    capture = ctx.capture
-    alloc_stream = ctx.stream if capture is None else capture.alloc_stream
-    storage = allocate(math.prod(shape) * dtype.itemsize, alloc_stream, ctx.gpu.device)
-    if capture is not None:
-        capture.prepared_allocation(storage)
-    return Tensor.contiguous(storage, dtype, shape, where)
+    return ctx.backend.new_tensor(ctx, shape, dtype, where)
 
 
 def zeros(shape, dtype=None) -> DeviceOp:

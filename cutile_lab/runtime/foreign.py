@@ -175,7 +175,7 @@ class CudaLaunchOp(DeviceOp):
 
     def __init__(self, kernel: CudaKernel, args, kwargs, grid, block, shared_mem: int):
         super().__init__()
-        from cutile_lab.runtime.launch import _backend_of
+        from cutile_lab.runtime.launch.binding import backend_of as _backend_of
         self.kernel = kernel
         self.label = kernel.name
         sig = kernel.signature
@@ -199,7 +199,7 @@ class CudaLaunchOp(DeviceOp):
 
     # --- checks ----------------------------------------------------------------------------
     def _values(self, ctx: ExecContext):
-        from cutile_lab.runtime.launch import _as_arg
+        from cutile_lab.runtime.launch.binding import as_arg as _as_arg
         values, returned = {}, {}
         for name, v in self.bound.items():
             if isinstance(v, DeviceOp):
@@ -298,7 +298,7 @@ class CudaLaunchOp(DeviceOp):
         from cuda.core import LaunchConfig
         from cutile_lab.language.dtypes import DTYPES
         from cutile_lab.runtime.dtypes import scalar_value
-        from cutile_lab.runtime.launch import _core_launch
+        from cutile_lab.runtime.launch.packing import core_launch as _core_launch
         arch = ctx.gpu.arch
         kern = self.kernel._kernel_for(arch)
         self.compiled = self.kernel._compiled[arch]
@@ -367,7 +367,7 @@ class TorchOp(DeviceOp):
 
     def __init__(self, fn, args, writes):
         super().__init__()
-        from cutile_lab.runtime.launch import _backend_of
+        from cutile_lab.runtime.launch.binding import backend_of as _backend_of
         if not callable(fn):
             raise LaunchError("cl.torch_op takes a function: cl.torch_op(fn, *tensors)",
                               span=self.where)
@@ -378,7 +378,7 @@ class TorchOp(DeviceOp):
         self.backend = _backend_of(self.args)
 
     def _enqueue(self, ctx: ExecContext):
-        from cutile_lab.runtime.launch import _as_arg
+        from cutile_lab.runtime.launch.binding import as_arg as _as_arg
         values = []
         for v in self.args:
             if isinstance(v, DeviceOp):

@@ -13,6 +13,8 @@ from __future__ import annotations
 from cutile_lab.errors import LaunchError
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime.callsite import describe, user_call_site, user_site
+from cutile_lab.runtime import ops
+from cutile_lab.runtime.backend import GPU
 from cutile_lab.runtime.ops import DeviceOp, ExecContext, Pending, as_core_stream, record_event
 from cutile_lab.runtime.ownership import Flight
 
@@ -62,7 +64,7 @@ class Graph:
         self._gpu = g
         s = as_core_stream(stream) if stream is not None else g.new_stream()
         self._stream = s
-        record = Flight(self.label, self.where, "gpu", s)   # collects borrows; not registered
+        record = Flight(self.label, self.where, GPU, s)   # collects borrows; not registered
         self._capture_core(g, s, record)
         self.method = "cuda.core GraphBuilder"
         self.entries = record.entries
@@ -78,7 +80,7 @@ class Graph:
         gb = s.create_graph_builder()
         gb.begin_building("relaxed")
         capture = Capture(gb, g.default_stream)
-        ctx = ExecContext("gpu", gb, record, capture=capture, gpu=g)
+        ctx = ExecContext(GPU, gb, record, capture=capture, gpu=g)
         try:
             self.result = self.op._enqueue(ctx)
         except BaseException:
@@ -128,7 +130,7 @@ class Graph:
         gpu()                  # current in this thread (a replay may come from any thread)
         s = as_core_stream(stream) if stream is not None else self._stream
         lane, handle = self._gpu.stream_handles(s)
-        flight = Flight(self.label, where, "gpu", s, lane)
+        flight = Flight(self.label, where, GPU, s, lane)
         flight.entries = list(self.entries)
         flight.keep = [self]
         flight.result = self.result
@@ -206,3 +208,5 @@ def graph(op_or_fn, *, stream=None) -> Graph:
 
 
 __all__ = ["graph", "Graph"]
+
+ops.GRAPH_CAPTURE[0] = graph        # DeviceOp.graph() captures through this module

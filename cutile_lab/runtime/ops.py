@@ -20,12 +20,19 @@ import asyncio
 import inspect
 
 from cutile_lab.errors import LaunchError
+from cutile_lab.language.frontend import KernelDef
 from cutile_lab.runtime import device as _device
 from cutile_lab.runtime import driver
 from cutile_lab.runtime import ownership
+from cutile_lab.runtime.backend import _OBJECTS as _BACKENDS
 from cutile_lab.runtime.backend import backend as current_backend
 from cutile_lab.runtime.callsite import as_span, describe, user_site
 from cutile_lab.runtime.ownership import Flight
+
+
+# ``graph(op)`` of ``runtime.graph``, set when that module is imported (the runtime package
+# imports it): graph capture is built on DeviceOps, so this module cannot import it back.
+GRAPH_CAPTURE: list = [None]
 
 
 class ExecContext:
@@ -33,9 +40,9 @@ class ExecContext:
 
     __slots__ = ("backend", "stream", "flight", "capture", "gpu", "handle")
 
-    def __init__(self, backend: str, stream, flight: Flight, capture=None, gpu=None,
+    def __init__(self, backend, stream, flight: Flight, capture=None, gpu=None,
                  handle=None):
-        self.backend = backend
+        self.backend = _BACKENDS[backend]     # the Backend object (a name is accepted)
         self.stream = stream        # cuda.core Stream (gpu), None (sim)
         self.flight = flight
         self.capture = capture      # a graph.Capture while a graph is being captured
@@ -57,7 +64,7 @@ class DeviceOp:
       Set ``label`` (shown in messages about the op's work in flight).
     - ``_enqueue(ctx)`` enqueues the work and returns the op's result. It runs in the thread
       that started the chain, with the device's context current, and must not wait on the host.
-      ``ctx.backend`` is ``"gpu"`` or ``"sim"``; ``ctx.stream`` the cuda.core ``Stream`` (or
+      ``ctx.backend`` is ``backend.GPU`` or ``backend.SIM`` (equal to ``"gpu"`` / ``"sim"``); ``ctx.stream`` the cuda.core ``Stream`` (or
       ``GraphBuilder`` while ``ctx.capture`` is set) to enqueue on, ``ctx.handle`` its
       ``CUstream`` as a ``ctypes.c_void_p`` (None while capturing); ``ctx.flight`` the
       in-flight record. Before enqueueing, borrow the memory the work reads and writes with
@@ -124,8 +131,7 @@ class DeviceOp:
 
     def graph(self):
         """Capture this op into a CUDA graph (see ``cl.graph``)."""
-        from cutile_lab.runtime.graph import graph
-        return graph(self)
+        return GRAPH_CAPTURE[0](self)
 
     def __repr__(self) -> str:
         return f"<DeviceOp {self.label} (lazy; .sync() or await to run) from {describe(self.where)}>"
@@ -146,8 +152,9 @@ _ARITY: dict = {}
 
 
 def _arity(fn) -> int | None:
-    from cutile_lab.kernel import Kernel
-    if isinstance(fn, Kernel):            # op.then(kernel): one argument per kernel parameter
+    if isinstance(getattr(fn, "definition", None), KernelDef):
+        # op.then(kernel): one argument per kernel parameter (any object with a kernel's
+        # ``definition``: the runtime never imports ``cutile_lab.kernel``, which sits above it)
         return len(fn.definition.params)
     code = getattr(fn, "__code__", None)
     if code is not None and code in _ARITY:
@@ -270,46 +277,8 @@ def as_core_stream(s):
 # --- starting and waiting ----------------------------------------------------------------------
 
 def _start(op: DeviceOp, stream, *, for_sync: bool) -> "Pending":
-    backend = op._backend()
-    if backend == "sim":
-        flight = Flight(op.label, op._where, "sim")
-        ownership.register(flight)
-        ctx = ExecContext("sim", None, flight)
-        try:
-            flight.result = op._enqueue(ctx)
-        except BaseException:
-            ownership.release(flight)
-            raise
-        if flight.error is not None:
-            # a launch that cannot run here (CUDA C++: ``foreign``) let the rest of the chain
-            # be checked and enqueued; the chain ends with its error
-            ownership.release(flight)
-            raise flight.error
-        return Pending(flight)
-    g = _device.gpu()                 # current in this thread (once per thread)
-    if stream is not None:
-        s = stream if type(stream) is _STREAM[0] else as_core_stream(stream)
-    else:
-        s = g.default_stream if for_sync else g.pool_stream()
-    hit = g._keys.get(id(s))          # GpuContext.stream_handles, inlined
-    if hit is not None and hit[0] is s:
-        lane, handle = hit[1], hit[2]
-    else:
-        lane, handle = g.stream_handles(s)
-    if g.alloc_epoch and g._ordered.get(lane) != g.alloc_epoch and s is not g.default_stream:
-        g.order_after_allocations(s, lane)     # memory ``cl.empty`` made on the default stream
-    flight = Flight(op.label, op._where, "gpu", s, lane)
-    ownership.register(flight)
-    ctx = ExecContext("gpu", s, flight, None, g, handle)
-    try:
-        flight.result = op._enqueue(ctx)
-    except BaseException:
-        # whatever was enqueued runs to completion; its borrows end then
-        s.sync()
-        ownership.release(flight)
-        raise
-    flight.ready = True
-    return Pending(flight)
+    """Start ``op``'s chain on its backend (``runtime.gpu.start`` / ``runtime.sim.start``)."""
+    return _BACKENDS[op._backend()].start(op, stream, for_sync)
 
 
 def record_event(s, handle=None):
@@ -319,14 +288,10 @@ def record_event(s, handle=None):
 
 
 def wait_flight(flight: Flight) -> None:
+    """Block until ``flight``'s work is done and release its borrows (``Backend.wait``)."""
     if flight.done:
         return
-    if flight.backend == "gpu":
-        if flight.event is not None:
-            flight.event.sync()
-        elif flight.stream is not None:
-            flight.stream.sync()      # no event was recorded after it
-    ownership.release_through(flight)
+    _BACKENDS[flight.backend].wait(flight)
 
 
 class Pending:

@@ -17,21 +17,25 @@ flight on the same stream delays its release, never the other way round. A repea
 the same launch on the same stream, while the previous one is still uncovered, joins that
 flight (``LaunchOp.start``): it borrows the very same memory, from the same line.
 
-The launch-level rules about one launch's own arguments (aliasing, signature matching) belong to
-``cutile_lab.checking.launch_rules``; this module only adds time. It keeps that module's
-``BorrowState`` (``BORROWS``) up to date — moves, and the borrows of every started chain once
-it is enqueued, released when its event completes — so that ``check_launch`` and ``check_use``
-word the diagnostics; the byte-range registry here is what *detects* conflicts, so that views
-of a borrowed tensor (``z[100:110]`` while ``z[:128]`` is written) are caught too.
+One borrow model, owned here. The launch-level rules about one launch's own arguments
+(aliasing, signature matching) belong to ``cutile_lab.checking.launch_rules``; this module adds
+time, and it is the one record of what in-flight work borrows: byte ranges (``Borrow``) in each
+``Flight``, checked under one lock, so that views of a borrowed tensor (``z[100:110]`` while
+``z[:128]`` is written) are caught too. The checker's ``BorrowState`` (``BORROWS``) is not kept
+in step on the hot path: it is told a flight's borrows (``publish``) and a move only when a
+conflict has been found and ``check_launch`` / ``check_use`` word its diagnostic, and it forgets
+them when the flight is released. The launch checks (``runtime.launch.checks``), host access
+(``check_host_access``) and DeviceOps of other kinds (``claim``) all go through this module.
 """
 from __future__ import annotations
 
 import threading
 from typing import NamedTuple
 
+from cutile_lab.checking.borrows import BorrowState
 from cutile_lab.diagnostics import Diagnostic, Label, Span
 from cutile_lab.errors import KernelDiagnosticsError
-from cutile_lab.runtime.callsite import describe, user_call_site
+from cutile_lab.runtime.callsite import as_span, describe, user_call_site, user_name_of
 
 
 class OwnershipError(KernelDiagnosticsError):
@@ -56,7 +60,6 @@ class MoveRecord:
     def where(self) -> Span | None:
         w = self._where
         if isinstance(w, tuple):
-            from cutile_lab.runtime.callsite import as_span
             w = self._where = as_span(w)
         return w
 
@@ -101,7 +104,6 @@ class Flight:
     def where(self) -> Span | None:
         w = self._where
         if isinstance(w, tuple):
-            from cutile_lab.runtime.callsite import as_span
             w = self._where = as_span(w)
         return w
 
@@ -123,11 +125,8 @@ class Flight:
         return f"`{self.label}` (launched at {describe(self.where)})"
 
 
-try:
-    from cutile_lab.checking.launch_rules import BorrowState
-    BORROWS = BorrowState()
-except ImportError:     # the checker is not installed: this module's own diagnostics only
-    BORROWS = None
+# the checker's BorrowState words a conflict's diagnostic; detection is this module's byte ranges
+BORROWS = BorrowState()
 
 _lock = threading.RLock()
 # Live flights by lane: a GPU stream (its handle) orders its flights, so they complete in start
@@ -204,7 +203,7 @@ def publish(flight: Flight) -> None:
     """Tell the checker's BorrowState what a flight reads and writes. Done lazily, when a
     conflict with the flight is found and the BorrowState words the diagnostic: detection is the
     byte-range registry's, so the hot path never pays for it."""
-    if BORROWS is None or flight.done or flight.published:
+    if flight.done or flight.published:
         return
     flight.published = True
     for b in flight.entries:
@@ -219,7 +218,7 @@ def forget_moved(tensor) -> None:
     """A moved tensor object is gone: nothing can use it any more (the checker's BorrowState
     forgets the move if it was told of it)."""
     rec = tensor.moved
-    if BORROWS is not None and rec is not None and rec.published:
+    if rec is not None and rec.published:
         BORROWS.restored(tensor.id)
 
 
@@ -238,7 +237,7 @@ def _retire(f: Flight) -> None:
 
 def release(flight: Flight) -> None:
     global _count
-    if BORROWS is not None and flight.published:
+    if flight.published:
         BORROWS.release(flight)
     with _lock:
         if flight.done:
@@ -281,7 +280,7 @@ def _release_prefix(key, lane: list, n: int) -> None:
     if not n:
         return
     for f in lane[:n]:
-        if f.published and BORROWS is not None:
+        if f.published:
             BORROWS.release(f)
         _retire(f)
     del lane[:n]
@@ -401,7 +400,6 @@ def _overlapping(tensor, *, want_mut: bool, exclude: Flight | None = None,
 
 
 def _tensor_name(tensor) -> str:
-    from cutile_lab.runtime.callsite import user_name_of
     kind = "partition" if type(tensor).__name__ == "Partition" else "tensor"
     name = getattr(tensor, "name", None) or user_name_of(tensor)
     return f"the {kind} `{name}`" if name else f"the {kind}"
@@ -409,15 +407,13 @@ def _tensor_name(tensor) -> str:
 
 def raise_use_after_move(tensor, what: str, where: Span | None = None, how: str = "read"
                          ) -> None:
-    from cutile_lab.runtime.callsite import as_span
     rec = tensor.moved
     where = as_span(where) or user_call_site()
-    if BORROWS is not None and rec.label == "moved into a partition here":
+    if rec.label == "moved into a partition here":
         # moves are told to the checker's BorrowState lazily, when it words a message
         if not rec.published:
             rec.published = True
             BORROWS.moved(tensor.id, rec.where)
-        from cutile_lab.runtime.callsite import user_name_of
         d = BORROWS.check_use(tensor.id, how, where, getattr(tensor, "name", None)
                               or user_name_of(tensor))
         if d is not None:
@@ -444,7 +440,6 @@ def check_host_access(tensor, what: str, *, write: bool = False) -> None:
     flight, entry = hit
     where = user_call_site()
     if BORROWS is not None:
-        from cutile_lab.runtime.callsite import user_name_of
         publish(flight)
         d = BORROWS.check_use(tensor.id, "write" if write else "read", where,
                               tensor.name or user_name_of(tensor))
@@ -476,7 +471,6 @@ def check_launch_borrows(args, exclude: Flight | None, where,
     if not _count or not _any_conflict(ranges if ranges is not None else launch_ranges(args),
                                        exclude, exclude_lane):
         return []
-    from cutile_lab.runtime.callsite import as_span
     where = as_span(where)
     out = []
     for param, tensor, mut in args:
@@ -484,7 +478,6 @@ def check_launch_borrows(args, exclude: Flight | None, where,
         if hit is None:
             continue
         flight, entry = hit
-        from cutile_lab.runtime.callsite import user_name_of
         name = getattr(tensor, "name", None) or user_name_of(tensor)
         if BORROWS is not None:
             publish(flight)
@@ -593,11 +586,9 @@ def _reset_for_tests() -> None:
                 f.done = True
         _lanes.clear()
         _count = 0
-    if BORROWS is not None:
-        BORROWS.clear()
+    BORROWS.clear()
 
 
-__all__ = ["OwnershipError", "MoveRecord", "Borrow", "Flight", "register", "add_borrow", "claim", "release",
-           "release_through",
-           "reap", "live_flights", "raise_use_after_move", "check_host_access",
+__all__ = ["OwnershipError", "MoveRecord", "Borrow", "Flight", "register", "add_borrow", "claim",
+           "release", "release_through", "reap", "live_flights", "raise_use_after_move", "check_host_access",
            "check_launch_borrows", "pending_reader_stream", "order_consumer_stream", "wait_ready"]

@@ -23,6 +23,8 @@ _ids = itertools.count(1)
 
 
 def _tile_shape(tensor, tile_shape) -> tuple[int, ...]:
+    if type(tile_shape) is int and tile_shape > 0 and len(tensor.shape) == 1:
+        return (tile_shape,)          # the common case, every check below passes
     if isinstance(tile_shape, int) or hasattr(tile_shape, "__index__"):
         tile_shape = (tile_shape,)
     try:

@@ -1,23 +1,82 @@
-"""The simulator backend's launch: hand the real arguments to ``cutile_lab.simulation``.
+"""The simulator backend's operations (``backend.SIM``): work runs on the host, in order, when it
+is started; its borrows are held until the host waits for it, like work in flight on a GPU.
 
-Owns only the bridge: arguments in declared parameter order (a partition becomes its whole
-tensor's NumPy view, written in place; scalars pass as given: the simulator checks them against the declared dtype),
-the grid and the bound constants go to ``simulate``; what it returns is kept on the launch op
-(``op.sim_result``) for the notebook to show.
+Owns what the runtime does differently on the simulator: starting a chain (``start``: a flight
+of its own lane, the chain run at once), memory (``new_tensor``: a NumPy array), the launch
+(``launch``: the real arguments handed to ``cutile_lab.simulation.simulate`` — in declared
+parameter order, a partition as its whole tensor's NumPy view written in place, scalars as given,
+the grid and the bound constants; what it returns is kept on the launch op, ``op.sim_result``,
+for the notebook to show), waiting (``wait``) and the persistent schedule's instance count. It
+fills ``backend.SIM`` in when imported (the runtime package imports it).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from cutile_lab.runtime import ownership
+from cutile_lab.runtime.backend import SIM
+from cutile_lab.runtime.dtypes import numpy_dtype
+from cutile_lab.runtime.memory import HostStorage
+from cutile_lab.runtime.ops import ExecContext, Pending
+from cutile_lab.runtime.ownership import Flight
 from cutile_lab.runtime.partition import Partition
 from cutile_lab.runtime.tensor import Tensor
+from cutile_lab.simulation import simulate
+
+# the simulator runs tiles one by one: a few instances of a persistent schedule show the loop
+PERSISTENT_INSTANCES = 4
+
+
+def start(op, stream, for_sync: bool) -> Pending:
+    """Run ``op``'s chain now, in a flight of its own (its borrows are held until the host
+    waits for it)."""
+    flight = Flight(op.label, op._where, SIM)
+    ownership.register(flight)
+    ctx = ExecContext(SIM, None, flight)
+    try:
+        flight.result = op._enqueue(ctx)
+    except BaseException:
+        ownership.release(flight)
+        raise
+    if flight.error is not None:
+        # a launch that cannot run here (CUDA C++: ``foreign``) let the rest of the chain
+        # be checked and enqueued; the chain ends with its error
+        ownership.release(flight)
+        raise flight.error
+    return Pending(flight)
+
+
+def new_tensor(ctx, shape: tuple, dtype, where=None) -> Tensor:
+    """An uninitialised NumPy array."""
+    flat = np.empty(math.prod(shape), dtype=numpy_dtype(dtype))
+    return Tensor.contiguous(HostStorage(flat.ctypes.data, flat.nbytes, flat), dtype, shape,
+                             where)
+
+
+def prepare_launch(op, entry, values: dict, ctx) -> None:
+    """Nothing to compile or pack: the simulator runs the checked kernel itself."""
+
+
+def launch(op, values: dict, entry, ctx) -> tuple:
+    """Simulate the launch (``op._run_sim``: the kernel checked once, then ``run_simulated``);
+    nothing for a restart to reuse."""
+    op._run_sim(values, entry.consts, entry.grid)
+    return None, (), None
+
+
+def wait(flight) -> None:
+    """The work ran when it was started: release its borrows."""
+    ownership.release_through(flight)
+
+
+def grid_instances(tiles: int, kdef) -> int:
+    return min(tiles, PERSISTENT_INSTANCES)
 
 
 def run_simulated(kernel, info, values: dict, consts: dict, grid: tuple):
-    try:
-        from cutile_lab.simulation import simulate
-    except ImportError:          # the package's front door is not there (yet)
-        from cutile_lab.simulation.engine import simulate
+    """Simulate ``kernel`` over ``grid`` with the launch's real arguments (written in place)."""
     args = []
     views = {}
     for name in info.names:
@@ -51,4 +110,8 @@ def _copy_back(result, views: dict) -> None:
             view[...] = arr
 
 
-__all__ = ["run_simulated"]
+SIM.implement(start=start, new_tensor=new_tensor, prepare_launch=prepare_launch, launch=launch,
+              wait=wait, grid_instances=grid_instances)
+
+__all__ = ["run_simulated", "start", "new_tensor", "prepare_launch", "launch", "wait",
+           "grid_instances", "PERSISTENT_INSTANCES"]

@@ -9,6 +9,7 @@ Creation functions live in ``creation``; partitions in ``partition``.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import operator
@@ -26,6 +27,15 @@ _ids = itertools.count(1)
 
 
 def c_strides(shape) -> tuple[int, ...]:
+    """The element strides of a C-contiguous tensor of ``shape`` (kept per shape: every
+    allocation and contiguity test asks)."""
+    if type(shape) is tuple:
+        return _c_strides(shape)
+    return _c_strides.__wrapped__(shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def _c_strides(shape) -> tuple[int, ...]:
     strides, acc = [], 1
     for n in reversed(shape):
         strides.append(acc)

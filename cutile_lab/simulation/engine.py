@@ -38,7 +38,7 @@ def _definition(kernel_or_kdef):
     if fn is None and isinstance(kernel_or_kdef, types.FunctionType):
         fn = kernel_or_kdef
     if fn is not None:
-        from cutile_lab.kernel import kernel as make_kernel
+        from cutile_lab.simulation.adapters import function_kernel as make_kernel
         k = make_kernel(fn)
         return k.definition, dict(k.globals)
     raise SimulationError(f"simulate() takes a kernel (cl.kernel, kernels_from_source, a "

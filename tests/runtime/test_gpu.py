@@ -576,3 +576,28 @@ def test_reap_covers_then_releases_uncovered_flights(gate):
     ownership.reap()
     assert first.flight.done and second.flight.done
     assert (z.to_numpy() == 2).all() and (w.to_numpy() == 3).all()
+
+
+def test_new_outputs_each_get_their_own_pointer(rng):
+    """A library call's entry serves every new output of its layout: the output's pointer is
+    packed per launch (ctypes and cuda.core paths, with and without scalars), so outputs kept
+    alive — each at a new address — each hold their own result."""
+    from cutile_lab.runtime.launch import kernel_info, launch_into
+    a = rng.standard_normal(1 << 14).astype(np.float32)
+    b = rng.standard_normal(1 << 14).astype(np.float32)
+    x, y = upload(a), upload(b)
+    n = 1 << 14
+    sums = [launch_into(K.vadd, (n,), "f32", 1024, x, y).sync() for _ in range(4)]
+    scaled = [launch_into(K.scale, (n,), "f32", 1024, x, float(k)).sync() for k in range(4)]
+    s = cl.stream()
+    started = [launch_into(K.scale, (n,), "f32", 1024, y, float(k)).start(s) for k in range(4)]
+    later = [p.wait() for p in started]
+    assert len({t.ptr for t in sums + scaled + later}) == 12
+    for t in sums:
+        np.testing.assert_allclose(t.to_numpy(), a + b, rtol=1e-6)
+    for k, t in enumerate(scaled):
+        np.testing.assert_allclose(t.to_numpy(), k * a, rtol=1e-6)
+    for k, t in enumerate(later):
+        np.testing.assert_allclose(t.to_numpy(), k * b, rtol=1e-6)
+    fresh = [e for e in kernel_info(K.vadd).entries.values() if e.fresh is not None]
+    assert fresh and all(e.fresh[0] == 0 for e in fresh)       # the output's pointer slot

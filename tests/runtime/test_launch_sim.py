@@ -365,17 +365,17 @@ def test_pack_args_widths():
 
 def test_layout_facts():
     import importlib
-    L = importlib.import_module("cutile_lab.runtime.launch")
+    L = importlib.import_module("cutile_lab.runtime.launch.plan")
     from cutile_lab.runtime.memory import HostStorage
     from cutile_lab.runtime import Tensor
     t = cl.zeros(1024).sync()
-    assert L._align(t.ptr) == 16 and L._align(t[1:].ptr) == 4 and L._align(t[2:].ptr) == 8
-    assert L._contiguous(t[::1]) and not L._contiguous(t[::2])
-    assert L._index_bits(t) == 32
+    assert L.align(t.ptr) == 16 and L.align(t[1:].ptr) == 4 and L.align(t[2:].ptr) == 8
+    assert L.contiguous(t[::1]) and not L.contiguous(t[::2])
+    assert L.index_bits(t) == 32
     huge = Tensor(HostStorage(0, 0, None), cl.f32, (2**31 + 5,))   # metadata only
-    assert L._index_bits(huge) == 64
+    assert L.index_bits(huge) == 64
     wide = Tensor(HostStorage(0, 0, None), cl.f32, (2, 4), strides=(2**31, 1))
-    assert L._index_bits(wide) == 64
+    assert L.index_bits(wide) == 64
 
 
 def test_same_stream_is_not_a_conflict_on_gpu_semantics():
@@ -421,3 +421,26 @@ def test_launch_into_allocates_the_output_when_it_runs(sim, rng):
     np.testing.assert_allclose(z.to_numpy(), a + 2 * b, rtol=1e-5)
     with pytest.raises(cl.LaunchError):
         launch_into(K.vadd, (1000,), "f32", (128, 2), x, y)      # a tile of the wrong rank
+
+
+def test_new_outputs_share_one_checked_entry(sim, rng):
+    """A library call's new output is keyed by its layout, not its address: every output kept
+    alive (a new address each time) reuses the one checked entry, and each gets its own
+    result; the in-flight checks still run on every launch."""
+    from cutile_lab.runtime.launch import kernel_info, launch_into
+    a = rng.standard_normal(1000).astype(np.float32)
+    b = rng.standard_normal(1000).astype(np.float32)
+    x, y = cl.from_numpy(a).sync(), cl.from_numpy(b).sync()
+    entries = kernel_info(K.vadd).entries
+    before = len(entries)
+    outs = [launch_into(K.vadd, (1000,), "f32", 128, x, y).sync() for _ in range(4)]
+    assert len({o.ptr for o in outs}) == 4
+    assert len(entries) == before + 1
+    for o in outs:
+        np.testing.assert_allclose(o.to_numpy(), a + b, rtol=1e-6)
+    # an argument still written by work in flight is refused whatever entry is reused
+    w = cl.zeros(1000).sync()
+    pending = K.vadd(w.partition_mut(128), x, x).start(cl.stream())
+    with pytest.raises(OwnershipError):
+        launch_into(K.vadd, (1000,), "f32", 128, w, x).sync()
+    pending.wait()

@@ -1,0 +1,124 @@
+"""The Python cost per call of the user's paths, measured without a GPU: the work a launch hands
+to its backend is replaced by a no-op, so what is left is exactly the host side of a call —
+building the op, binding and checking its arguments (moves, launch rules, in-flight borrows),
+the cached plan lookup, the allocation of a library call's output, starting and waiting.
+
+    python benchmarks/profile_hostpath.py [--n 20000] [--profile CASE] [--out DIR]
+
+Cases (the tiny cases of ``bench_userpath.py``):
+
+- ``user``:       ``add(z.partition_mut(128), x, y).sync()`` — a user's kernel, a fresh partition
+- ``user_start``: ``add(p, x, y).start(); .wait()`` of the very same objects (the reuse path)
+- ``K.add``:      ``K.add(x, y).sync()`` — a library call, its output allocated per call
+- ``K.softmax``:  ``K.softmax(x).sync()`` on 8 rows of 1024
+- ``K.add kept``: ``K.add`` with the last 512 outputs kept alive (each call's output at a new
+  address, as in a model's forward pass)
+
+It runs on the simulator backend with ``cutile_lab.runtime.sim.run_simulated`` (the only call
+that does the simulated work) replaced by a no-op; everything else — the ownership checks of
+each launch included — runs as it does for every user. The GPU backend shares all of it but the
+stream lookup and the ctypes launch (``runtime.driver.RawLaunch``: one foreign call).
+``--profile CASE`` prints the top functions of a cProfile of that case by own time.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import cProfile
+import json
+import pstats
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np                                         # noqa: E402
+
+import cutile_lab as cl                                    # noqa: E402
+from cutile_lab import kernels as K                        # noqa: E402
+from cutile_lab.lang import *                              # noqa: E402,F401,F403
+
+
+@cl.kernel
+def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], y: Tensor[f32, "?"]):
+    z.store(load_tile_like(x, z) + load_tile_like(y, z))
+
+
+class _NoSimResult:
+    def check(self):
+        pass
+
+
+def stub_simulator() -> None:
+    """Every launch's simulated work becomes a no-op (the host path stays as it is)."""
+    import cutile_lab.runtime.sim as sim
+    sim.run_simulated = lambda *a, **k: _NoSimResult()
+
+
+def cases() -> dict:
+    n = 1024
+    x = cl.from_numpy(np.random.rand(n).astype(np.float32)).sync()
+    y = cl.from_numpy(np.random.rand(n).astype(np.float32)).sync()
+    z = cl.zeros(n).sync()
+    p = cl.zeros(n).sync().partition_mut(128)
+    xs = cl.from_numpy(np.random.rand(8, 1024).astype(np.float32)).sync()
+
+    def user_start():
+        add(p, x, y).start().wait()
+    kept = collections.deque(maxlen=512)
+    return {
+        "user": lambda: add(z.partition_mut(128), x, y).sync(),
+        "user_start": user_start,
+        "K.add": lambda: K.add(x, y).sync(),
+        "K.softmax": lambda: K.softmax(xs).sync(),
+        "K.add kept": lambda: kept.append(K.add(x, y).sync()),
+    }
+
+
+def per_call_us(fn, n: int, rounds: int = 7) -> float:
+    """The least over ``rounds`` of the mean CPU µs per call of ``n`` calls: this process's CPU
+    time (``time.process_time``), not wall time, so that other work on a shared machine does
+    not count; the least round is the least disturbed (caches shared with other work)."""
+    for _ in range(min(n, 200)):
+        fn()
+    out = []
+    for _ in range(rounds):
+        t0 = time.process_time()
+        for _ in range(n):
+            fn()
+        out.append((time.process_time() - t0) / n * 1e6)
+    return min(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=5000, help="calls per round")
+    ap.add_argument("--profile", help="cProfile this case")
+    ap.add_argument("--out", help="write hostpath.json here")
+    args = ap.parse_args(argv)
+    cl.set_backend("sim")
+    stub_simulator()
+    table = cases()
+    if args.profile:
+        fn = table[args.profile]
+        per_call_us(fn, 200, 1)
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(args.n):
+            fn()
+        prof.disable()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+        return 0
+    results = {name: per_call_us(fn, args.n) for name, fn in table.items()}
+    for name, us in results.items():
+        print(f"{name:12s} {us:8.2f} µs/call (host, launch stubbed)")
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "hostpath.json").write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,153 @@
+"""The checks of a launch on the host, before anything is enqueued: moved tensors (TL102) and
+dead views, the checker's launch-level rules (``checking.launch_rules.check_launch`` over
+``ArgDesc``s of the real arguments: roles, aliasing, tile shapes, dtypes, ragged partitions),
+and the in-flight borrows (TL104/TL105) of the memory the launch reads and writes against the
+work of other streams.
+
+The borrow model is ``runtime.ownership``'s: byte ranges (``Borrow``) recorded in the launch's
+``Flight`` and checked under the registry's lock. The checker's ``BorrowState`` is not a second
+record kept in step: ``ownership`` tells it a flight's borrows only when a conflict is found and
+a diagnostic has to be worded (``ownership.publish``), and the launch rules read it for the
+messages of the call they check. Each check here runs on every launch; what makes it cheap is
+what the entry of an argument layout keeps (which arrays are written, their names).
+
+``STATS`` / ``MEASURE``: what the checks cost on the host, counted while ``MEASURE[0]`` is true
+(the runtime benchmark).
+"""
+from __future__ import annotations
+
+import functools
+import warnings
+
+from cutile_lab.checking.launch_rules import ArgDesc, check_launch, padded_reads
+from cutile_lab.checking.read_only import read_only_parameters
+from cutile_lab.diagnostics import Diagnostic, Span
+from cutile_lab.errors import LaunchWarning
+from cutile_lab.runtime import ownership
+from cutile_lab.runtime.ownership import Borrow, OwnershipError
+from cutile_lab.runtime.partition import Partition, raise_dead_view
+from cutile_lab.runtime.tensor import Tensor
+
+# what the launch checks cost on the host (measured when MEASURE[0] is true: the benchmark)
+STATS = {"check_s": 0.0, "checks": 0}
+MEASURE = [False]
+
+
+def raise_moved(label: str, values: dict, where) -> None:
+    """Raise the use-after-move (TL102) or dead-view error of the first argument that has been
+    moved (the caller found that one has)."""
+    for name, v in values.items():
+        if isinstance(v, (Tensor, Partition)) and (
+                v.moved is not None or (isinstance(v, Partition) and
+                                        v.tensor.moved is not None)):
+            obj = v if v.moved is not None else v.tensor
+            ownership.raise_use_after_move(
+                obj, f"pass it to `{label}` as `{name}`", where=where, how="launch")
+        if type(v) is Tensor and v.storage.moves is not None and v.dead_view() is not None:
+            raise_dead_view(v, f"pass it to `{label}` as `{name}`", where, "launch")
+
+
+def check_in_flight(values, entry, ctx, where, reuse=None) -> None:
+    """TL104/TL105: the launch's arrays against the borrows of work in flight on other streams
+    (``reuse``: the op's ``ReusableStart``, which keeps the arguments and their byte ranges)."""
+    borrows = reuse.borrows if reuse is not None and reuse.entry is entry else None
+    if borrows is None:
+        args = []
+        for name, mut in entry.arrays:
+            v = values[name]
+            if type(v) is Partition:
+                # a borrowing partition is checked (and named) as the tensor it lends
+                v = v._source if v._source is not None else v.tensor
+            args.append((name, v, mut))
+        borrows = (args, ownership.launch_ranges(args))
+        if reuse is not None and reuse.entry is entry:
+            reuse.borrows = borrows
+    lane = ctx.flight.lane if ctx.capture is None else ownership.NO_LANE
+    hits = ownership.check_launch_borrows(borrows[0], ctx.flight, where, lane, borrows[1])
+    if hits:
+        raise OwnershipError([d for _, d in hits])
+
+
+_borrow = functools.partial(tuple.__new__, Borrow)      # Borrow(...) at a plain tuple's cost
+
+
+def borrows_of(entry, values) -> tuple[list, list]:
+    """(the in-flight record's ``Borrow``s of a launch — what it reads and writes —, the
+    objects the work keeps alive)."""
+    borrows, keep = [], []
+    for name, mut in entry.arrays:
+        v = values[name]
+        if type(v) is Partition:
+            keep.append(v)
+            t = v.tensor
+            src = v._source         # a borrowing partition: the lent tensor too
+            if src is not None:
+                lo, hi = src.range
+                borrows.append(_borrow((lo, hi, True, src, name)))
+        else:
+            t = v
+        lo, hi = t.range
+        if hi > lo:
+            borrows.append(_borrow((lo, hi, mut, t, name)))
+        keep.append(t)
+    return borrows, keep
+
+
+def is_mut(info, name, value) -> bool:
+    role = info.roles.get(name)
+    if role == "mut" or isinstance(value, Partition):
+        return True
+    # plain cuTile kernels do not say what they write: every array may be written, except
+    # those the checker proves are only read (shared: one input may be passed twice)
+    if info.kdef.kind != "cutile":
+        return False
+    return name not in read_only_parameters(info.kdef)
+
+
+# --- the launch-level rules (cutile_lab.checking.launch_rules) ----------------------------------
+
+def arg_descs(info, values) -> list:
+    """``ArgDesc``s of the real arguments for ``check_launch``."""
+    out = []
+    for name in info.names:
+        if name not in values:
+            continue
+        v = values[name]
+        role = info.roles.get(name, "shared")
+        if isinstance(v, (Tensor, Partition)):
+            t = v.tensor if isinstance(v, Partition) else v
+            out.append(ArgDesc(
+                name, "mut" if role == "mut" else "shared", t.ptr, t.shape, t.strides,
+                t.itemsize, t.dtype.name, t.id,
+                v.tile_shape if isinstance(v, Partition) else None, v.origin))
+        else:
+            out.append(ArgDesc(name, "scalar", value=v))
+    return out
+
+
+def launch_rules(info, values, where: Span | None, consts) -> list[Diagnostic]:
+    """The checker's launch-level rules (tile-language kernels; plain cuTile kernels declare no
+    roles or shapes to check against)."""
+    if info.kdef.kind != "tile":
+        return []
+    descs = arg_descs(info, values)
+    diags = list(check_launch(info.kdef, descs, where, ownership.BORROWS,
+                              consts=consts or None))
+    if not any(d.is_error for d in diags):
+        diags += padded_reads(info.kdef, descs, where)
+    return diags
+
+
+def warn(diags) -> None:
+    """Warning diagnostics of a launch that goes ahead, as ``LaunchWarning``s at its line
+    (once per new argument layout: a repeated launch reuses its checked entry)."""
+    for d in diags:
+        if d.severity == "warning":
+            span = d.span
+            warnings.warn_explicit(LaunchWarning(d), LaunchWarning,
+                                   span.filename if span else "<launch>",
+                                   span.line if span else 0)
+
+
+__all__ = ["raise_moved", "check_in_flight", "borrows_of", "is_mut", "arg_descs", "launch_rules",
+           "warn", "STATS", "MEASURE"]
