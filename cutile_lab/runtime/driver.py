@@ -154,27 +154,6 @@ def function_handle(kernel):
         return False
 
 
-def load_now(kernel) -> None:
-    """Load a cuda.core Kernel's code into the current context now (``cuFuncLoad``), not at its
-    first launch. Under CUDA's lazy loading (the default) the first launch loads the module,
-    and loading waits for the context: a first launch queued behind work that waits on the
-    host (a stream held on a device word, a kernel spinning on a flag) then blocks the host
-    for good. Loading when the kernel is fetched keeps every launch asynchronous. Best effort:
-    drivers without ``cuFuncLoad`` load at the first launch as before."""
-    try:
-        from cuda.bindings import driver
-        h = kernel.handle
-        if isinstance(h, driver.CUkernel):
-            err, h = driver.cuKernelGetFunction(h)
-            if int(err) != 0:
-                return
-        load = getattr(driver, "cuFuncLoad", None)
-        if load is not None:
-            load(h)
-    except Exception:
-        return
-
-
 # --- streams, events, graphs -------------------------------------------------------------------
 
 def stream_idle(key) -> bool:
@@ -246,4 +225,4 @@ def graph_launcher(graph_exec):
 
 
 __all__ = ["libcuda", "RawLaunch", "LaunchConfig", "arg_bytes", "raw_launch", "function_handle",
-           "load_now", "stream_idle", "record_event", "graph_launcher"]
+           "stream_idle", "record_event", "graph_launcher"]

@@ -33,7 +33,6 @@ import numpy as np
 from cutile_lab.errors import LanguageError, LaunchError, NoDeviceError
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime.callsite import describe
-from cutile_lab.runtime.driver import load_now
 from cutile_lab.runtime.ops import DeviceOp, ExecContext
 from cutile_lab.runtime.ownership import OwnershipError
 from cutile_lab.runtime.partition import Partition
@@ -82,7 +81,6 @@ class CudaKernel:
             c = self.compile(arch)
             module = ObjectCode.from_cubin(c.cubin)
             k = module.get_kernel(c.symbol)
-            load_now(k)                      # a first launch behind held work must not block
             self._loaded[arch] = (k, module)
             return k
         return k[0]

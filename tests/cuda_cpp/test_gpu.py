@@ -108,6 +108,10 @@ def test_in_flight_work_and_await(rng, cache_dir, gate):
     x0, b0, t = _setup(rng)
     cl.cuda_kernel(SCALE, "scale")(t["x0"], t["x"], 1.0, ROWS * COLS,
                                    grid=(ROWS * COLS + 255) // 256, block=256).sync()
+    # a kernel's first launch loads its code, and CUDA's (default) lazy loading waits on the
+    # device: a first launch queued behind work that waits for the host would block the host
+    # for good, so every kernel of the chain runs once before the stream is held
+    _chain(k_rows, t).sync()
     s = cl.stream()
     big = cl.zeros(1 << 24).sync()
     hold(s, gate, lambda: square(big.partition_mut(4096), cl.ones(1 << 24).sync()))

@@ -75,7 +75,8 @@ def test_gemm_persistent_clusters(gpu, dtype):
     from cutile_lab.kernels import matmul
     from cutile_lab.kernels.tuning import hints_text
     from cutile_lab.runtime.device import device_info
-    from cutile_lab.runtime.launch import _grid_of, kernel_info
+    from cutile_lab.runtime.launch import kernel_info
+    from cutile_lab.runtime.launch.binding import grid_of
     M, N, K_ = 2300, 2560, 320                      # 9 x 10 tiles of 256 x 256, ragged M
     a = RNG.standard_normal((M, K_)).astype(np.float32)
     b = RNG.standard_normal((K_, N)).astype(np.float32)
@@ -86,7 +87,7 @@ def test_gemm_persistent_clusters(gpu, dtype):
     c = gpu.full((M, N), float("nan"), dtype).sync()
     part = c.partition_mut((256, 256))
     sms = device_info().sm_count
-    assert _grid_of({"c": part}, kernel_info(kernel)) == (min(90, sms // 2),)
+    assert grid_of({"c": part}, kernel_info(kernel)) == (min(90, sms // 2),)
     kernel(part, ta, tb, BK=64).sync()
     got = c.to_numpy().astype(np.float64)
     ref = ta.to_numpy().astype(np.float64) @ tb.to_numpy().astype(np.float64)

@@ -14,9 +14,10 @@ import random
 import warnings
 from pathlib import Path
 
-import jsonschema
 import numpy as np
 import pytest
+
+jsonschema = pytest.importorskip("jsonschema")   # a dev dependency; absent on GPU images
 
 from cutile_lab.notebook.report import REPORT_MIME, SCHEMA_PATH, benchmark_report_bundle
 

@@ -161,12 +161,11 @@ def pad3(grid) -> tuple[int, int, int]:
     return tuple(grid) + (1,) * (3 - len(grid))
 
 
-
-
 def grid_of(values, info) -> tuple[int, ...] | None:
     """Tiles per axis of the ``Mut`` partition; one axis of all of them for a kernel in grouped
     tile order (it maps the launch index back to a tile itself); for a persistent schedule, one
-    instance per SM (times the occupancy hint), each looping over its share of the tiles."""
+    instance per SM (times the occupancy hint; per cluster of SMs with ``num_ctas``), each
+    looping over its share of the tiles (the backend's ``grid_instances``)."""
     from cutile_lab.compiling.lowering import is_persistent, tile_order
     for name in info.names:
         v = values.get(name)

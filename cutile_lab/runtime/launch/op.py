@@ -39,7 +39,7 @@ from cutile_lab.runtime.launch.binding import (SCALARS, KernelInfo, as_arg, back
 from cutile_lab.runtime.launch.checks import MEASURE, STATS, borrows_of
 from cutile_lab.runtime.launch.packing import launch_core
 from cutile_lab.runtime.launch.plan import align, prepare_entry
-from cutile_lab.runtime.ops import DeviceOp, ExecContext, _start, as_core_stream
+from cutile_lab.runtime.ops import DeviceOp, ExecContext, Pending, _start, as_core_stream
 from cutile_lab.runtime.ownership import OwnershipError
 from cutile_lab.runtime.partition import Partition, _tile_shape
 from cutile_lab.runtime.tensor import Tensor, normalize_shape

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
+
 from cutile_lab.errors import LaunchError
-from cutile_lab.runtime.driver import load_now
 from cutile_lab.runtime.launch.binding import bind_consts, grid_of
 from cutile_lab.runtime.launch.checks import is_mut, launch_rules, warn
 from cutile_lab.runtime.ownership import OwnershipError
@@ -149,7 +150,6 @@ def _load_plan(kernel, info, key, consts, layouts, arch) -> LaunchPlan:
     from cuda.core import ObjectCode
     module = ObjectCode.from_cubin(compiled.cubin)
     k = module.get_kernel(compiled.symbol)
-    load_now(k)                            # a first launch behind held work must not block
     block = compiled.max_threads_per_block
     if not block:
         block = k.attributes.max_threads_per_block()
