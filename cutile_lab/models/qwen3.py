@@ -353,7 +353,7 @@ class Qwen3:
         stream at once), at most 1024 (2 KiB of a bf16 row per load) and never wider than K
         rounded up. ``benchmarks/bench_qwen3.py`` sweeps BM per projection on the device."""
         if which in self.tiles:
-            return tuple(self.tiles[which])
+            return tuple(self.tiles[which])[:2]
         n, k = self.projection_shape(which)
         slots = OCCUPANCY * _sm_count()
 
@@ -364,6 +364,18 @@ class Qwen3:
         bm = next(bm for bm in (16, 8, 4) if filled(bm) >= best - 0.03)
         budget = 4096 if which == "gate_up" else 8192
         return bm, min(1024, budget // bm, _pow2(k))
+
+    def _gemv(self, template, which: str):
+        """The kernel of a projection: ``template`` with its compiler hints. A ``tiles`` entry
+        (BM, BK, occupancy, latency, tma) sets the occupancy hint (default ``OCCUPANCY``), the
+        latency hint of the weight loads (default 0: the compiler's own) and whether they may
+        use TMA (default True)."""
+        extra = tuple(self.tiles.get(which, ()))[2:] + (None, None, None)
+        occ, lat, tma = extra[:3]
+        loads = (f", latency={lat}" if lat else "") + (", allow_tma=False" if tma is False
+                                                         else "")
+        return template.kernel(dt=self.dtype.name, hints=f", occupancy={occ or OCCUPANCY}",
+                               lat=loads)
 
     # --- the step --------------------------------------------------------------------------------
     def _plan(self) -> list[Launch]:
@@ -381,14 +393,14 @@ class Qwen3:
         sm4 = self.sm.reshape(B * kv, self.splits, g, 1)
         attn2 = self.attn.reshape(B, c.num_attention_heads * d)
         occ = f", occupancy={OCCUPANCY}"
-        rms = D.RMS_GEMV.kernel(dt=dt, hints=occ)
-        swiglu = D.RMS_GEMV_SWIGLU.kernel(dt=dt, hints=occ)
-        res = D.GEMV_RESIDUAL.kernel(dt=dt, hints=occ)
+        rms = self._gemv(D.RMS_GEMV, "qkv")
+        swiglu = self._gemv(D.RMS_GEMV_SWIGLU, "gate_up")
+        res, res_d = self._gemv(D.GEMV_RESIDUAL, "o"), self._gemv(D.GEMV_RESIDUAL, "down")
         attend = (D.ATTENTION_DECODE_UNSAFE if self.unsafe_append else D.ATTENTION_DECODE) \
             .kernel(dt=dt, hints=occ)
         combine = D.ATTENTION_COMBINE.kernel(dt=dt)
         ch = self.chunk
-        bs = min(32, _pow2(self.splits))
+        bs = min(64, _pow2(self.splits))
         hb = _pow2(h)
         L: list[Launch] = []
 
@@ -419,7 +431,7 @@ class Qwen3:
                 (kv_step if self.unsafe_append else 2 * kv_step)
                 + self.part.nbytes + 2 * self.mx.nbytes, 2 * g * kv_step // it)
             add(f"L{n}.combine", combine,
-                lambda: combine(self.attn.partition_mut((1, g, d)), part4, mx4, sm4, self.pos,
+                lambda: combine(self.attn.partition_mut((1, 1, d)), part4, mx4, sm4, self.pos,
                                 CH=ch, BS=bs),
                 self.part.nbytes + 2 * self.mx.nbytes + self.attn.nbytes)
             add(f"L{n}.o_proj", res,
@@ -434,12 +446,12 @@ class Qwen3:
                                    h, eps, BK=tgu[1]),
                 2 * w[p + "mlp.gate_proj.weight"].nbytes + self.h.nbytes + B * h * it,
                 4 * B * w[p + "mlp.gate_proj.weight"].size)
-            add(f"L{n}.down", res,
-                lambda p=p: res(x0.partition_mut((1, td[0])), self.h,
+            add(f"L{n}.down", res_d,
+                lambda p=p: res_d(x0.partition_mut((1, td[0])), self.h,
                                 w[p + "mlp.down_proj.weight"], x1, BK=td[1]),
                 w[p + "mlp.down_proj.weight"].nbytes + self.h.nbytes + 3 * B * h * it,
                 2 * B * w[p + "mlp.down_proj.weight"].size)
-        head = D.RMS_GEMV_ARGMAX.kernel(dt=dt, hints=occ)
+        head = self._gemv(D.RMS_GEMV_ARGMAX, "lm_head")
         th = self._tile("lm_head")
         add("lm_head", head,
             lambda: head(self.logits.partition_mut((1, th[0])), self.best.partition_mut((1, 1)),
