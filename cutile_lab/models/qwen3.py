@@ -218,6 +218,8 @@ class Qwen3:
     ``graph()`` was called); ``generate(prompt, n)`` does both and returns the new tokens.
     ``unsafe_append=True`` appends to the KV cache with the ``unsafe`` row store
     (``ATTENTION_DECODE_UNSAFE``) instead of the safe kernel that owns its cache block.
+    ``tiles`` sets a projection's (``qkv``, ``o``, ``gate_up``, ``down``, ``lm_head``) GEMV
+    tile and hints: ``(BM, BK)`` or ``(BM, BK, occupancy, latency, tma)`` (see ``_gemv``).
     """
 
     def __init__(self, config: Qwen3Config, weights: dict, *, dtype: str = "bf16",
