@@ -147,36 +147,86 @@ def kind_seconds(model, kind: str, stream, repeats: int = 5) -> float:
 
 
 def sweep_tiles(model, stream, deadline: float) -> tuple[dict, list[dict]]:
-    """BM (rows per GEMV instance) of each projection, tried on the device: the fastest of
-    each kind (BK as the model's rule sizes it); stops trying at ``deadline``."""
+    """BM (rows per GEMV instance) and the occupancy hint of each projection, tried on the
+    device: the fastest of each kind (BK as the model's rule sizes it, at most 512 at
+    occupancy 4); stops trying at ``deadline``."""
     best, rows = {}, []
-    candidates = {"gate_up": (16, 8, 4), "down": (16, 8, 4, 2), "qkv": (16, 8, 4),
-                  "o_proj": (16, 8, 4, 2), "lm_head": (32, 16, 8)}    # the most bytes first
+    candidates = {"gate_up": ((16, 2), (8, 4), (8, 2), (4, 4)),       # the most bytes first
+                  "down": ((16, 2), (8, 4), (8, 2), (32, 1)),
+                  "qkv": ((16, 2), (8, 4), (8, 2), (4, 4)),
+                  "o_proj": ((16, 2), (8, 4), (32, 1), (8, 2)),
+                  "lm_head": ((16, 2), (8, 4), (32, 2))}
     for kind, bms in candidates.items():
         which = {"o_proj": "o"}.get(kind, kind)
         n, k = model.projection_shape(which)
         base = model._tile(which)
         found = None
-        for bm in bms:
+        for bm, occ in bms:
             if time.perf_counter() > deadline:
                 break
-            budget = 4096 if which == "gate_up" else 8192
-            tile = (bm, min(1024, budget // bm, 1 << (k - 1).bit_length()))
+            budget = (4096 if which == "gate_up" else 8192) // (2 if occ > 2 else 1)
+            tile = (bm, min(1024, budget // bm, 1 << (k - 1).bit_length()), occ)
             try:
                 variant = model.variant(tiles={which: tile}, max_seq=model.chunk)
                 t = kind_seconds(variant, kind, stream)
                 del variant
             except Exception as e:
-                rows.append({"kernel": kind, "BM": tile[0], "BK": tile[1],
+                rows.append({"kernel": kind, "BM": tile[0], "BK": tile[1], "occupancy": occ,
                              "error": f"{type(e).__name__}: {e}"})
                 continue
-            rows.append({"kernel": kind, "BM": tile[0], "BK": tile[1], "seconds": t,
-                         "default": tile == tuple(base)})
+            rows.append({"kernel": kind, "BM": tile[0], "BK": tile[1], "occupancy": occ,
+                         "seconds": t, "default": tile[:2] == tuple(base) and occ == 2})
             if found is None or t < found[1]:
                 found = (tile, t)
         if found:
             best[which] = found[0]
     return best, rows
+
+
+# --explore: what each knob does on the device, one line per try (benchmarks/NOTES.md keeps
+# what was learnt). GEMV entries are (BM, BK, occupancy, latency hint of the weight loads).
+EXPLORE_GEMV = {
+    "qkv": [(16, 512, 2), (8, 512, 4), (8, 1024, 4)],
+    "o": [(16, 512, 2), (32, 256, 1)],
+    "down": [(16, 512, 2), (8, 512, 4)],
+    "gate_up": [(16, 256, 2), (8, 512, 4), (8, 256, 4)],
+    "lm_head": [(16, 512, 2), (8, 512, 4)],
+}
+
+
+def explore(model, args, stream, deadline: float) -> list[dict]:
+    """Attention chunk sizes (the step and its attention kernels) and GEMV tiles and hints,
+    each timed alone; stops trying at ``deadline``."""
+    rows = []
+    for ch in (64, 128):
+        if time.perf_counter() > deadline:
+            break
+        try:
+            v = model.variant(chunk=ch)
+            r = time_lab(v, args.context, args.steps, stream)
+            r.update(what="chunk", chunk=ch, attention_us=1e6 * kind_seconds(v, "attention",
+                     stream), combine_us=1e6 * kind_seconds(v, "combine", stream),
+                     unsafe_attention_us=1e6 * kind_seconds(v.variant(unsafe_append=True),
+                                                            "attention", stream))
+            del v
+        except Exception as e:
+            r = {"what": "chunk", "chunk": ch, "error": f"{type(e).__name__}: {e}"}
+        print(r, flush=True)
+        rows.append(r)
+    for which, cands in EXPLORE_GEMV.items():
+        kind = {"o": "o_proj"}.get(which, which)
+        for cand in cands:
+            if time.perf_counter() > deadline:
+                break
+            try:
+                v = model.variant(tiles={which: cand}, max_seq=model.chunk)
+                r = {"what": kind, "tile": cand, "us": 1e6 * kind_seconds(v, kind, stream)}
+                del v
+            except Exception as e:
+                r = {"what": kind, "tile": cand, "error": f"{type(e).__name__}: {e}"}
+            print(r, flush=True)
+            rows.append(r)
+    return rows
 
 
 def copy_bandwidth() -> float | None:
@@ -359,7 +409,7 @@ def main(argv=None) -> int:
     ap.add_argument("--context", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=64, help="decode steps timed")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--chunk", type=int, default=16, help="KV rows per attention instance")
+    ap.add_argument("--chunk", type=int, default=64, help="KV rows per attention instance")
     ap.add_argument("--no-torch", action="store_true", help="skip the PyTorch baselines")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--compile-timeout", type=int, default=75)
@@ -373,6 +423,9 @@ def main(argv=None) -> int:
     ap.add_argument("--sim", action="store_true",
                     help="a dry run of the script on the simulator with a tiny model (no "
                          "PyTorch, timings meaningless; writes nothing under results/)")
+    ap.add_argument("--explore", action="store_true",
+                    help="time attention chunks and GEMV tiles/hints one by one (printed and "
+                         "written to explore.json under --out), then stop")
     ap.add_argument("--compile-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.compile_child:
@@ -432,6 +485,15 @@ def main(argv=None) -> int:
                 result["roofline"]["tokens_per_s_at_copy_bw"] = copy_bw / nbytes
         except Exception as e:
             result["errors"].append(f"copy bandwidth: {type(e).__name__}: {e}")
+    if args.explore:
+        base = time_lab(model, args.context, args.steps, stream)
+        print("default step", base, flush=True)
+        found = explore(model, args, stream, t_start + args.budget)
+        if args.out:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            (Path(args.out) / "explore.json").write_text(json.dumps(
+                {"device": device, "default": base, "tries": found}, indent=1))
+        return 0
     try:
         result["lab"] = time_lab(model, args.context, args.steps, stream)
         result["lab"]["pct_of_roofline"] = 100 * result["lab"]["tokens_per_s"] / roof
@@ -444,6 +506,22 @@ def main(argv=None) -> int:
                 100 * result["lab_launches"]["tokens_per_s"] / roof
         except Exception as e2:
             result["errors"].append(f"lab step without a graph: {type(e2).__name__}: {e2}")
+    if args.sweep and result.get("lab"):
+        try:
+            deadline = min(time.perf_counter() + 60, t_start + 0.55 * args.budget)
+            best, result["sweep"] = sweep_tiles(model, stream, deadline)
+            if any(tuple(best[k]) != tuple(model._tile(k)) + (2,) for k in best):
+                tuned = model.variant(tiles=best)
+                result["lab_default_tiles"] = result["lab"]
+                result["lab"] = time_lab(tuned, args.context, args.steps, stream)
+                result["lab"]["pct_of_roofline"] = 100 * result["lab"]["tokens_per_s"] / roof
+                result["tiles"] = {k: tuple(tuned.tiles.get(k, tuned._tile(k)))
+                                   for k in ("qkv", "o", "gate_up", "down", "lm_head")}
+                model = tuned
+        except Exception as e:
+            result["errors"].append(f"tile sweep: {type(e).__name__}: {e}")
+            traceback.print_exc()
+    # after the sweep: the unsafe append with the same tiles as the safe step it is set against
     try:
         unsafe = model.variant(unsafe_append=True)
         result["lab_unsafe_append"] = time_lab(unsafe, args.context, args.steps, stream)
@@ -453,21 +531,6 @@ def main(argv=None) -> int:
     except Exception as e:
         result["errors"].append(f"unsafe append: {type(e).__name__}: {e}")
         traceback.print_exc()
-    if args.sweep and result.get("lab"):
-        try:
-            deadline = min(time.perf_counter() + 40, t_start + 0.55 * args.budget)
-            best, result["sweep"] = sweep_tiles(model, stream, deadline)
-            if any(tuple(best[k]) != tuple(model._tile(k)) for k in best):
-                tuned = model.variant(tiles=best)
-                result["lab_default_tiles"] = result["lab"]
-                result["lab"] = time_lab(tuned, args.context, args.steps, stream)
-                result["lab"]["pct_of_roofline"] = 100 * result["lab"]["tokens_per_s"] / roof
-                result["tiles"] = {k: tuned._tile(k)
-                                   for k in ("qkv", "o", "gate_up", "down", "lm_head")}
-                model = tuned
-        except Exception as e:
-            result["errors"].append(f"tile sweep: {type(e).__name__}: {e}")
-            traceback.print_exc()
     if result.get("lab"):
         rows = per_kernel(model, stream, result["lab"]["step_s"], mem_bw)
     lab_greedy = None
@@ -535,7 +598,7 @@ def main(argv=None) -> int:
     print(table(result, rows))
     if result.get("sweep"):
         print("GEMV tiles tried (us per launch):", ", ".join(
-            f"{r['kernel']} {r['BM']}x{r['BK']}: {r['seconds'] * 1e6:.1f}"
+            f"{r['kernel']} {r['BM']}x{r['BK']}/occ{r['occupancy']}: {r['seconds'] * 1e6:.1f}"
             for r in result["sweep"] if "seconds" in r))
         print("tiles used:", result["tiles"])
     for e in result["errors"]:

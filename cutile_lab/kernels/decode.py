@@ -5,14 +5,18 @@ batch), where every weight is read once per token and the step is bound by HBM b
   streams its (BM, K) slice of W in (BM, BK) tiles, multiplying by the (1, BK) slice of x and
   accumulating element-wise in an f32 (BM, BK) register tile, reduced once at the end (no
   reduction inside the loop). The variants fuse what would otherwise be a pass of its own:
-  ``RMS_GEMV`` normalises x first (RMSNorm, computed by every instance from x itself: x is a few
-  KiB, W is MiBs), ``RMS_GEMV_SWIGLU`` computes ``silu(Wg xn) * (Wu xn)`` from two weights in one
+  ``RMS_GEMV`` normalises x (RMSNorm, computed by every instance from x itself: x is a few
+  KiB, W is MiBs) in the same pass as the product: ``W (g * x)`` is accumulated while the sum of
+  squares is, and the row sums are scaled by ``rsqrt(mean(x²) + eps)`` at the end, so the first
+  weight loads wait for nothing (the normalised x is not rounded to the storage dtype before
+  the product, as in a reference that normalises first: bf16 results differ in rounding only), ``RMS_GEMV_SWIGLU`` computes ``silu(Wg xn) * (Wu xn)`` from two weights in one
   pass, ``GEMV_RESIDUAL`` adds the residual stream in its epilogue, ``RMS_GEMV_ARGMAX`` (the LM
   head) also writes its tile's maximum and where it is, so that the greedy token costs one small
   reduction over tiles (``ARGMAX``, one load of up to 16384 tile maxima: Qwen3's 151936-token
   vocabulary in 16-row tiles is 9496) instead of a pass over the logits.
 - ``ATTENTION_DECODE``: one query row per (batch, KV head) against the KV cache, split along the
-  sequence into ``CH``-row blocks so that a short batch fills the GPU; each instance applies the
+  sequence into ``CH``-row blocks so that a short batch fills the GPU (the block is loaded
+  first, so that its loads overlap the position -> RoPE table -> q/k chain); each instance applies the
   q/k RMSNorm and the rotary embedding to its group's query heads and the new key itself, and
   writes the step's key/value row into the cache. The cache is partitioned into the blocks the
   instances own (``Mut``): the instance whose block holds the position merges the new row into
@@ -22,7 +26,9 @@ batch), where every weight is read once per token and the step is bound by HBM b
   device-held index); the benchmark measures one against the other.
   ``ATTENTION_COMBINE`` merges the blocks' partial results (log-sum-exp in base 2), in one
   pass over the blocks that hold positions (``BS`` blocks a load: one load for up to
-  ``BS * CH`` positions).
+  ``BS * CH`` positions). Its output tile is (1, G, D) of the (batch x KV heads, G, D) result:
+  ``G = 1`` gives one instance per query head (4x the instances of one per KV group, a quarter
+  of the bytes each: 17.0 -> 7.7 us a launch on an H100 at 69 blocks of 16 rows).
 - ``EMBED`` gathers the token's embedding row; ``ARGMAX`` reduces the LM head's tile maxima to
   the greedy token and advances the position.
 
@@ -40,55 +46,48 @@ def gemv_residual_{dt}(y: Mut[Tensor[{dt}, "1, BM"]], x: Tensor[{dt}, "?, ?"],
     acc = full((BM, BK), 0.0, dtype=f32)
     for k in range(num_tiles(w, 1, (BM, BK))):
         tx = load_tile(x, (tile_id(0), k), (1, BK)).astype(f32)
-        acc = acc + load_tile(w, (tile_id(1), k), (BM, BK)).astype(f32) * tx
+        acc = acc + load_tile(w, (tile_id(1), k), (BM, BK){lat}).astype(f32) * tx
     out = reshape(sum(acc, axis=1), (1, BM)).astype({dt}).astype(f32)
     y.store((out + load_tile_like(r, y).astype(f32)).astype({dt}))
-''')
+''', lat="")
 
 RMS_GEMV = template('''
 @kernel(opt_level=3{hints})
 def rms_gemv_{dt}(y: Mut[Tensor[{dt}, "1, BM"]], x: Tensor[{dt}, "?, ?"],
                   nw: Tensor[{dt}, "?"], w: Tensor[{dt}, "?, ?"], n: i32, eps: f32,
                   BK: Const[int] = 512):
-    nk = num_tiles(x, 1, (1, BK))
     ss = full((1, BK), 0.0, dtype=f32)
-    for k in range(nk):
-        t = load_tile(x, (tile_id(0), k), (1, BK)).astype(f32)
-        ss = ss + t * t
-    rstd = rsqrt(sum(ss, axis=1, keepdims=True) / n + eps)
     acc = full((BM, BK), 0.0, dtype=f32)
-    for k in range(nk):
+    for k in range(num_tiles(x, 1, (1, BK))):
         t = load_tile(x, (tile_id(0), k), (1, BK)).astype(f32)
         g = reshape(load_tile(nw, (k,), (BK,)), (1, BK)).astype(f32)
-        xn = ((t * rstd).astype({dt}).astype(f32) * g).astype({dt}).astype(f32)
-        acc = acc + load_tile(w, (tile_id(1), k), (BM, BK)).astype(f32) * xn
-    y.store(reshape(sum(acc, axis=1), (1, BM)).astype({dt}))
-''')
+        ss = ss + t * t
+        acc = acc + load_tile(w, (tile_id(1), k), (BM, BK){lat}).astype(f32) * (t * g)
+    rstd = rsqrt(sum(ss, axis=1, keepdims=True) / n + eps)
+    y.store((reshape(sum(acc, axis=1), (1, BM)) * rstd).astype({dt}))
+''', lat="")
 
 RMS_GEMV_SWIGLU = template('''
 @kernel(opt_level=3{hints})
 def rms_gemv_swiglu_{dt}(y: Mut[Tensor[{dt}, "1, BM"]], x: Tensor[{dt}, "?, ?"],
                          nw: Tensor[{dt}, "?"], wg: Tensor[{dt}, "?, ?"],
                          wu: Tensor[{dt}, "?, ?"], n: i32, eps: f32, BK: Const[int] = 256):
-    nk = num_tiles(x, 1, (1, BK))
     ss = full((1, BK), 0.0, dtype=f32)
-    for k in range(nk):
-        t = load_tile(x, (tile_id(0), k), (1, BK)).astype(f32)
-        ss = ss + t * t
-    rstd = rsqrt(sum(ss, axis=1, keepdims=True) / n + eps)
     ag = full((BM, BK), 0.0, dtype=f32)
     au = full((BM, BK), 0.0, dtype=f32)
-    for k in range(nk):
+    for k in range(num_tiles(x, 1, (1, BK))):
         t = load_tile(x, (tile_id(0), k), (1, BK)).astype(f32)
         g = reshape(load_tile(nw, (k,), (BK,)), (1, BK)).astype(f32)
-        xn = ((t * rstd).astype({dt}).astype(f32) * g).astype({dt}).astype(f32)
-        ag = ag + load_tile(wg, (tile_id(1), k), (BM, BK)).astype(f32) * xn
-        au = au + load_tile(wu, (tile_id(1), k), (BM, BK)).astype(f32) * xn
-    gate = reshape(sum(ag, axis=1), (1, BM)).astype({dt}).astype(f32)
-    up = reshape(sum(au, axis=1), (1, BM)).astype({dt}).astype(f32)
+        ss = ss + t * t
+        xg = t * g
+        ag = ag + load_tile(wg, (tile_id(1), k), (BM, BK){lat}).astype(f32) * xg
+        au = au + load_tile(wu, (tile_id(1), k), (BM, BK){lat}).astype(f32) * xg
+    rstd = rsqrt(sum(ss, axis=1, keepdims=True) / n + eps)
+    gate = (reshape(sum(ag, axis=1), (1, BM)) * rstd).astype({dt}).astype(f32)
+    up = (reshape(sum(au, axis=1), (1, BM)) * rstd).astype({dt}).astype(f32)
     act = (gate * (1.0 / (1.0 + exp(0.0 - gate)))).astype({dt}).astype(f32)
     y.store((act * up).astype({dt}))
-''')
+''', lat="")
 
 RMS_GEMV_ARGMAX = template('''
 @kernel(opt_level=3{hints})
@@ -96,26 +95,22 @@ def rms_gemv_argmax_{dt}(y: Mut[Tensor[f32, "1, BM"]], best: Mut[Tensor[f32, "1,
                          where_best: Mut[Tensor[i32, "1, 1"]], x: Tensor[{dt}, "?, ?"],
                          nw: Tensor[{dt}, "?"], w: Tensor[{dt}, "?, ?"], n: i32, eps: f32,
                          rows: i32, BK: Const[int] = 512):
-    nk = num_tiles(x, 1, (1, BK))
     ss = full((1, BK), 0.0, dtype=f32)
-    for k in range(nk):
-        t = load_tile(x, (tile_id(0), k), (1, BK)).astype(f32)
-        ss = ss + t * t
-    rstd = rsqrt(sum(ss, axis=1, keepdims=True) / n + eps)
     acc = full((BM, BK), 0.0, dtype=f32)
-    for k in range(nk):
+    for k in range(num_tiles(x, 1, (1, BK))):
         t = load_tile(x, (tile_id(0), k), (1, BK)).astype(f32)
         g = reshape(load_tile(nw, (k,), (BK,)), (1, BK)).astype(f32)
-        xn = ((t * rstd).astype({dt}).astype(f32) * g).astype({dt}).astype(f32)
-        acc = acc + load_tile(w, (tile_id(1), k), (BM, BK)).astype(f32) * xn
-    logits = reshape(sum(acc, axis=1), (1, BM)).astype({dt}).astype(f32)
+        ss = ss + t * t
+        acc = acc + load_tile(w, (tile_id(1), k), (BM, BK){lat}).astype(f32) * (t * g)
+    rstd = rsqrt(sum(ss, axis=1, keepdims=True) / n + eps)
+    logits = (reshape(sum(acc, axis=1), (1, BM)) * rstd).astype({dt}).astype(f32)
     index = reshape(arange(BM, dtype=i32), (1, BM)) + tile_id(1) * BM
     inside = where(index < rows, logits, -3.0e38)
     top = max(inside, axis=1, keepdims=True)
     y.store(logits)
     best.store(top)
     where_best.store(min(where(inside == top, index, 2147483647), axis=1, keepdims=True))
-''')
+''', lat="")
 
 ARGMAX = template('''
 @kernel(opt_level=3{hints})
@@ -166,6 +161,8 @@ def attention_decode_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]], vc: Mut[Tensor[{dt}
     blk = tile_id(1)
     b = bg // kv_heads
     g = bg - b * kv_heads
+    kold = kc.load()
+    vold = vc.load()
     p = reshape(load_tile(pos, (0, 0), (1, 1)), ())
     row0 = b * kv_heads * (G + 2)
     cs = reshape(load_tile(cos, (p, 0), (1, HD)), (1, 1, HD))
@@ -190,8 +187,8 @@ def attention_decode_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]], vc: Mut[Tensor[{dt}
     vnew = reshape(load_tile(qkv, (row0 + kv_heads * (G + 1) + g, 0, 0), (1, 2, HD)),
                    (1, 1, D))
     at = reshape(arange(CH, dtype=i32), (1, CH, 1)) + blk * CH
-    kb = where(at == p, knew, kc.load())
-    vb = where(at == p, vnew, vc.load())
+    kb = where(at == p, knew, kold)
+    vb = where(at == p, vnew, vold)
     kc.store(kb)
     vc.store(vb)
     valid = reshape(arange(CH, dtype=i32), (1, CH)) + blk * CH <= p
@@ -218,6 +215,8 @@ def attention_decode_unsafe_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]],
     blk = tile_id(1)
     b = bg // kv_heads
     g = bg - b * kv_heads
+    kold = kc.load()
+    vold = vc.load()
     p = reshape(load_tile(pos, (0, 0), (1, 1)), ())
     row0 = b * kv_heads * (G + 2)
     cs = reshape(load_tile(cos, (p, 0), (1, HD)), (1, 1, HD))
@@ -242,8 +241,8 @@ def attention_decode_unsafe_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]],
     vnew = reshape(load_tile(qkv, (row0 + kv_heads * (G + 1) + g, 0, 0), (1, 2, HD)),
                    (1, 1, D))
     at = reshape(arange(CH, dtype=i32), (1, CH, 1)) + blk * CH
-    kb = where(at == p, knew, kc.load())
-    vb = where(at == p, vnew, vc.load())
+    kb = where(at == p, knew, kold)
+    vb = where(at == p, vnew, vold)
     # Unchecked: only the one row `p` of the cache is written, by the instance whose own block
     # holds it (row p of block p // CH: inside this instance's `kc`/`vc` tile, so no other
     # instance touches it); the other instances store nothing to their blocks. The checker
@@ -272,18 +271,19 @@ def attention_combine_{dt}(out: Mut[Tensor[{dt}, "1, G, D"]], part: Tensor[f32, 
                            pos: Tensor[i32, "?, ?"], CH: Const[int] = 64,
                            BS: Const[int] = 16):
     bg = tile_id(0)
+    hd = tile_id(1)
     p = reshape(load_tile(pos, (0, 0), (1, 1)), ())
     top = full((1, G, 1), -1.0e30, dtype=f32)
     total = full((1, G, 1), 0.0, dtype=f32)
     acc = full((1, G, D), 0.0, dtype=f32)
     for c in range(p // (BS * CH) + 1):
-        m = load_tile(mx, (bg, c, 0, 0), (1, BS, G, 1), padding="neg_inf")
+        m = load_tile(mx, (bg, c, hd, 0), (1, BS, G, 1), padding="neg_inf")
         new_top = maximum(top, max(m, axis=1))
         scale = exp2(m - reshape(new_top, (1, 1, G, 1)))
         rescale = exp2(top - new_top)
-        total = total * rescale + sum(scale * load_tile(sm, (bg, c, 0, 0), (1, BS, G, 1)),
+        total = total * rescale + sum(scale * load_tile(sm, (bg, c, hd, 0), (1, BS, G, 1)),
                                       axis=1)
-        acc = acc * rescale + sum(scale * load_tile(part, (bg, c, 0, 0), (1, BS, G, D)), axis=1)
+        acc = acc * rescale + sum(scale * load_tile(part, (bg, c, hd, 0), (1, BS, G, D)), axis=1)
         top = new_top
     out.store((acc * (1.0 / total)).astype({dt}))
 ''')

@@ -66,6 +66,8 @@ class Qwen3:
     ``graph()`` was called); ``generate(prompt, n)`` does both and returns the new tokens.
     ``unsafe_append=True`` appends to the KV cache with the ``unsafe`` row store
     (``ATTENTION_DECODE_UNSAFE``) instead of the safe kernel that owns its cache block.
+    ``tiles`` sets a projection's (``qkv``, ``o``, ``gate_up``, ``down``, ``lm_head``) GEMV
+    tile and hints: ``(BM, BK)`` or ``(BM, BK, occupancy, latency, tma)`` (see ``_gemv``).
     """
 
     def __init__(self, config: Qwen3Config, weights: dict, *, dtype: str = "bf16",
@@ -201,7 +203,7 @@ class Qwen3:
         stream at once), at most 1024 (2 KiB of a bf16 row per load) and never wider than K
         rounded up. ``benchmarks/bench_qwen3.py`` sweeps BM per projection on the device."""
         if which in self.tiles:
-            return tuple(self.tiles[which])
+            return tuple(self.tiles[which])[:2]
         n, k = self.projection_shape(which)
         slots = OCCUPANCY * _sm_count()
 
@@ -213,6 +215,18 @@ class Qwen3:
         budget = 4096 if which == "gate_up" else 8192
         return bm, min(1024, budget // bm, _pow2(k))
 
+    def _gemv(self, template, which: str):
+        """The kernel of a projection: ``template`` with its compiler hints. A ``tiles`` entry
+        (BM, BK, occupancy, latency, tma) sets the occupancy hint (default ``OCCUPANCY``), the
+        latency hint of the weight loads (default 0: the compiler's own) and whether they may
+        use TMA (default True)."""
+        extra = tuple(self.tiles.get(which, ()))[2:] + (None, None, None)
+        occ, lat, tma = extra[:3]
+        loads = (f", latency={lat}" if lat else "") + (", allow_tma=False" if tma is False
+                                                         else "")
+        return template.kernel(dt=self.dtype.name, hints=f", occupancy={occ or OCCUPANCY}",
+                               lat=loads)
+
     # --- the step --------------------------------------------------------------------------------
     def _plan(self) -> list[Launch]:
         """The launches of one decode step, in order: the embedding, six per layer, the head."""
@@ -221,9 +235,10 @@ class Qwen3:
         heads = c.num_attention_heads + 2 * kv
         occ = f", occupancy={OCCUPANCY}"
         kernels = SimpleNamespace(
-            rms=D.RMS_GEMV.kernel(dt=dt, hints=occ),
-            swiglu=D.RMS_GEMV_SWIGLU.kernel(dt=dt, hints=occ),
-            res=D.GEMV_RESIDUAL.kernel(dt=dt, hints=occ),
+            rms=self._gemv(D.RMS_GEMV, "qkv"),
+            swiglu=self._gemv(D.RMS_GEMV_SWIGLU, "gate_up"),
+            res=self._gemv(D.GEMV_RESIDUAL, "o"),
+            res_d=self._gemv(D.GEMV_RESIDUAL, "down"),
             attend=(D.ATTENTION_DECODE_UNSAFE if self.unsafe_append else D.ATTENTION_DECODE)
             .kernel(dt=dt, hints=occ),
             combine=D.ATTENTION_COMBINE.kernel(dt=dt))
@@ -264,9 +279,9 @@ class Qwen3:
         x0, x1 = self.x
         qkv3, part4, mx4, sm4, attn2 = views.qkv3, views.part4, views.mx4, views.sm4, views.attn2
         rms, attend, combine = kernels.rms, kernels.attend, kernels.combine
-        res, swiglu = kernels.res, kernels.swiglu
+        res, res_d, swiglu = kernels.res, kernels.res_d, kernels.swiglu
         ch = self.chunk
-        bs = min(32, _pow2(self.splits))
+        bs = min(64, _pow2(self.splits))
         tq, to, tgu, td = (self._tile(k) for k in ("qkv", "o", "gate_up", "down"))
         kv_step = 2 * B * kv * self.max_seq * d * it      # the cache blocks read (and written)
         p = f"model.layers.{n}."
@@ -286,7 +301,7 @@ class Qwen3:
             (kv_step if self.unsafe_append else 2 * kv_step)
             + self.part.nbytes + 2 * self.mx.nbytes, 2 * g * kv_step // it)
         add(f"L{n}.combine", combine,
-            lambda: combine(self.attn.partition_mut((1, g, d)), part4, mx4, sm4, self.pos,
+            lambda: combine(self.attn.partition_mut((1, 1, d)), part4, mx4, sm4, self.pos,
                             CH=ch, BS=bs),
             self.part.nbytes + 2 * self.mx.nbytes + self.attn.nbytes)
         add(f"L{n}.o_proj", res,
@@ -301,8 +316,8 @@ class Qwen3:
                                h, eps, BK=tgu[1]),
             2 * w[p + "mlp.gate_proj.weight"].nbytes + self.h.nbytes + B * h * it,
             4 * B * w[p + "mlp.gate_proj.weight"].size)
-        add(f"L{n}.down", res,
-            lambda p=p: res(x0.partition_mut((1, td[0])), self.h,
+        add(f"L{n}.down", res_d,
+            lambda p=p: res_d(x0.partition_mut((1, td[0])), self.h,
                             w[p + "mlp.down_proj.weight"], x1, BK=td[1]),
             w[p + "mlp.down_proj.weight"].nbytes + self.h.nbytes + 3 * B * h * it,
             2 * B * w[p + "mlp.down_proj.weight"].size)
@@ -313,7 +328,7 @@ class Qwen3:
         c, B, w = self.config, self.batch, self.weights
         h, eps = c.hidden_size, float(c.rms_norm_eps)
         x0 = self.x[0]
-        head = D.RMS_GEMV_ARGMAX.kernel(dt=self.dtype.name, hints=occ)
+        head = self._gemv(D.RMS_GEMV_ARGMAX, "lm_head")
         th = self._tile("lm_head")
         add("lm_head", head,
             lambda: head(self.logits.partition_mut((1, th[0])), self.best.partition_mut((1, 1)),

@@ -190,3 +190,29 @@ def test_every_kernel_of_the_step_checks_clean_in_the_safe_subset():
     lines = unsafe.source.text.splitlines()
     at = next(i for i, line in enumerate(lines) if "with unsafe():" in line)
     assert lines[at - 1].strip().startswith("#") and "measured" in "".join(lines[at - 8:at])
+
+
+def test_tiles_entries_set_each_projections_tile_and_hints():
+    """A ``tiles`` entry (BM, BK, occupancy, latency, tma) reaches that projection's kernel
+    only (its decorator and its weight loads), the kernel still checks clean, and the step with
+    those tiles still matches the reference."""
+    from cutile_lab.kernels import decode as D
+    config = tiny()
+    prompt = [int(t) for t in RNG.integers(0, config.vocab_size, 3)]
+    weights, ref_tokens = _varied_weights(config, prompt, 6)
+    tiles = {"qkv": (8, 32, 4, 3, False), "o": (16, 16, 1), "down": (4, 64, 2, 10)}
+    model = Qwen3(config, weights, dtype="f32", max_seq=16, chunk=8, tiles=tiles)
+    qkv, o = model._gemv(D.RMS_GEMV, "qkv"), model._gemv(D.GEMV_RESIDUAL, "o")
+    down, up = model._gemv(D.GEMV_RESIDUAL, "down"), model._gemv(D.RMS_GEMV_SWIGLU, "gate_up")
+    assert "occupancy=4" in qkv.source.text and "latency=3, allow_tma=False" in qkv.source.text
+    assert "occupancy=1" in o.source.text and "latency" not in o.source.text
+    assert "latency=10" in down.source.text and "allow_tma" not in down.source.text
+    assert "occupancy=2" in up.source.text and "latency" not in up.source.text
+    for k in (qkv, o, down, up):
+        assert k.check() == [], k.name
+    assert model._tile("qkv") == (8, 32) and model._tile("o") == (16, 16)
+    logits = []
+    assert model.generate(prompt, 6, logits=logits)[0].tolist() == ref_tokens
+    ref = reference.logits(config, weights, prompt + ref_tokens[:-1])
+    np.testing.assert_allclose(np.concatenate(logits, axis=0), ref, rtol=1e-4,
+                               atol=1e-4 * np.abs(ref).max())
