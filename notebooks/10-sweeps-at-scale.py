@@ -78,7 +78,7 @@ len(client.scheduler_info()["workers"])
 
 # %%
 table = sweep(add, make_args, executor=client, check=check, progress=False, **choices)
-table.drop(columns=["compile_s", "sim_ms", "worker", "worker_s"])
+table.drop(columns=["compile_s", "sim_ms", "worker", "worker_s"], errors="ignore")
 
 # %% [markdown]
 # Each row says where it ran (`device`, `gpu`, `worker`). The table is the one a local sweep
@@ -86,7 +86,8 @@ table.drop(columns=["compile_s", "sim_ms", "worker", "worker_s"])
 
 # %%
 local = sweep(add, make_args, check=check, progress=False, **choices)
-same = [c for c in local.columns if c not in ("compile_s", "sim_ms", "worker")]
+timed = ("compile_s", "sim_ms", "worker", "median_us", "gbps", "tflops", "pct_of_roof")
+same = [c for c in local.columns if c not in timed]       # on a GPU the timings differ too
 table[same].equals(local[same]), sorted(set(table["worker"]) - {None}).__len__() >= 1
 
 # %% [markdown]
