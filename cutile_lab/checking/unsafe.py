@@ -151,8 +151,9 @@ def unchecked_code(ctx: KernelContext) -> Iterator[Diagnostic]:
     """TL050: every ``with unsafe():`` block, and every helper call that runs raw operations
     outside one of the kernel's own unsafe blocks, is reported as unchecked."""
     for w in sorted(ctx.unsafe_blocks, key=lambda w: (w.lineno, w.col_offset)):
-        last = w.end_lineno or w.lineno
-        lines = f"line {w.lineno}" if last == w.lineno else f"lines {w.lineno}-{last}"
+        span = ctx.span(w)              # the file's lines, not the kernel source's own
+        first, last = span.line, span.end_line or span.line
+        lines = f"line {first}" if last == first else f"lines {first}-{last}"
         yield ctx.diag(
             "TL050", f"unchecked: the `with unsafe():` block ({lines}) is not checked for "
                      "ownership", w,

@@ -51,6 +51,17 @@ def test_cli_check_says_unchecked_and_names_the_line(tmp_path, capsys):
     assert d["code"] == "TL050" and d["span"]["line"] == 3 and d["span"]["end_line"] == 4
 
 
+def test_the_note_names_the_files_lines_below_a_module_header(tmp_path, capsys):
+    # a kernel that does not start on line 1 (imports and a decorator above it): the message
+    # names the same lines as its span and the summary line
+    f = tmp_path / "shifted.py"
+    f.write_text("import cutile_lab as cl\nfrom cutile_lab.lang import *\n\n@cl.kernel\n" + SHIFT)
+    main(["check", str(f)])
+    captured = capsys.readouterr()
+    assert "the `with unsafe():` block (lines 7-8)" in captured.out
+    assert "shifted.py:7:5" in captured.out and "(line 7)" in captured.err
+
+
 def test_cli_counts_every_block(tmp_path, capsys):
     f = tmp_path / "two.py"
     f.write_text(TWO)
