@@ -26,8 +26,8 @@ from cutile_lab.kernels import rowwise as _rowwise
 from cutile_lab import runtime as _runtime
 from cutile_lab.kernels import validate as _v
 from cutile_lab.kernels.tuning import config, device_target, hints_text, shared_config
-from cutile_lab.runtime import (Tensor, asarray, backend, device_info, empty, from_numpy, full,
-                                value, zeros)
+from cutile_lab.runtime import (asarray, backend, device_info, empty, from_numpy, full, value,
+                                zeros)
 from cutile_lab.runtime.launch import launch_into
 
 

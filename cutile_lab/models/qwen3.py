@@ -263,7 +263,7 @@ class Qwen3:
             2 * B * h * self.dtype.itemsize)
         for n in range(c.num_hidden_layers):
             self._plan_layer(n, add, kernels, views)
-        self._plan_head(add, occ)
+        self._plan_head(add)
         return L
 
     def _plan_layer(self, n: int, add, kernels: SimpleNamespace, views: SimpleNamespace) -> None:
@@ -322,7 +322,7 @@ class Qwen3:
             w[p + "mlp.down_proj.weight"].nbytes + self.h.nbytes + 3 * B * h * it,
             2 * B * w[p + "mlp.down_proj.weight"].size)
 
-    def _plan_head(self, add, occ: str) -> None:
+    def _plan_head(self, add) -> None:
         """The last two launches: the normed LM head with a per-tile argmax, and the argmax over
         the tiles that gives each sequence its next token."""
         c, B, w = self.config, self.batch, self.weights

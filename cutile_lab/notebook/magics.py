@@ -19,8 +19,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from cutile_lab.notebook.options import SHOW_CHOICES, default_arch, split_line_options
-# FailedKernel: tests/notebooks imports it from here
-from cutile_lab.notebook.tilecell import FailedKernel, run_tilekernel  # noqa: F401
+from cutile_lab.notebook.tilecell import run_tilekernel
 
 
 @magics_class

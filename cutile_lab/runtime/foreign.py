@@ -376,7 +376,6 @@ class TorchOp(DeviceOp):
         self.backend = _backend_of(self.args)
 
     def _enqueue(self, ctx: ExecContext):
-        from cutile_lab.runtime.launch.binding import as_arg as _as_arg
         values = []
         for v in self.args:
             if isinstance(v, DeviceOp):

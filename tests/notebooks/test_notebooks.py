@@ -328,7 +328,7 @@ def test_race_names_the_case_and_draws_the_owners(puzzles):
 
 
 def test_a_kernel_whose_cell_failed_is_not_checked(puzzles):
-    from cutile_lab.notebook.magics import FailedKernel
+    from cutile_lab.notebook.tilecell import FailedKernel
     r = puzzles.check_scale(FailedKernel("scale", "<tilekernel-cell-9>"), gpu=False)
     assert not r and r.kind == "stale"
     assert "`scale` is unusable: its last %%tilekernel cell (<tilekernel-cell-9>)" in r.message

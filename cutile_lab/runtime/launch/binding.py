@@ -180,6 +180,5 @@ def grid_of(values, info) -> tuple[int, ...] | None:
     return None
 
 
-
 __all__ = ["KernelInfo", "kernel_info", "bind_arguments", "bind_consts", "as_arg", "backend_of",
            "normalize_grid", "pad3", "grid_of", "SCALARS"]
