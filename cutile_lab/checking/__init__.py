@@ -33,8 +33,8 @@ parameter of a tile kernel non-aliasing (``alias_groups=()``), which lets the co
 loaded tiles in registers and reorder loads and stores freely. That promise is only sound
 because ``check_launch`` refuses, before every launch, any pair of arguments whose memory
 overlaps where one of them is written (a ``Mut`` output against a shared input, or two outputs),
-views and slices included, and because the ``BorrowState`` refuses host access to, or another
-launch of, memory that in-flight work is writing. Kernel-level passes make sure a tile kernel
+views and slices included, and because the runtime's ownership registry refuses host access to,
+or another launch of, memory that in-flight work is writing (worded by ``borrows.use_diagnostic``). Kernel-level passes make sure a tile kernel
 writes only its own tile of each output; the launch rules make sure those tiles are disjoint
 from everything else the launch touches.
 """

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from cutile_lab.checking.borrows import BorrowState
+from cutile_lab.checking.borrows import BorrowView
 from cutile_lab.checking.launch_args import ArgDesc, dtype_name
 from cutile_lab.checking.launch_report import LaunchReporter, argument_spans
 from cutile_lab.checking.launch_rules import alias_problems, borrow_problems
@@ -26,7 +26,7 @@ from cutile_lab.diagnostics import Diagnostic, Label, Span
 
 
 def check_cuda_launch(sig, args: Sequence[ArgDesc], call_site: Span | None = None,
-                      borrows: BorrowState | None = None, *, given: Sequence[str] = (),
+                      borrows: BorrowView | None = None, *, given: Sequence[str] = (),
                       extra_positional: int = 0, contiguous: dict | None = None,
                       source_lookup=None) -> list[Diagnostic]:
     """Every launch-level diagnostic for launching the CUDA C++ kernel ``sig`` (a

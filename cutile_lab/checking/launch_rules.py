@@ -1,15 +1,16 @@
 """Launch-level rules: run on the host before every launch, over plain descriptions of the
 arguments (``ArgDesc``), independent of any device API. The runtime builds the descriptions,
-calls ``check_launch`` and refuses the launch on errors; it keeps a ``BorrowState`` up to date
-(moves into partitions, borrows by in-flight work, releases when work completes) and asks it
-before every host access.
+calls ``check_launch`` and refuses the launch on errors. Moves and in-flight borrows are asked of
+a ``BorrowView`` (``borrows``) when the caller has one: the catalog's simulated host passes its
+``BorrowState``; the runtime checks moves on the argument objects and in-flight work against its
+byte-range registry itself (``runtime/ownership.py``), so it passes none.
 
 The checks are cheap (a few comparisons per argument, a pairwise byte-range test over a handful
 of arguments); diagnostics, and the source reading that places their labels, are only built when
 something is wrong.
 
 Where it lives: ``launch_args`` describes the arguments (``ArgDesc``) and their bytes,
-``borrows`` keeps the ``BorrowState``, ``launch_report`` turns the problems found here into
+``borrows`` words the ownership diagnostics (``use_diagnostic``), ``launch_report`` turns the problems found here into
 diagnostics; this module holds the rules (TL102-TL120 at launch).
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import ast
 from typing import Callable, Mapping, Sequence
 
-from cutile_lab.checking.borrows import BorrowState
+from cutile_lab.checking.borrows import BorrowState, BorrowView, use_diagnostic
 from cutile_lab.checking.launch_args import ArgDesc, dtype_name, views_overlap
 from cutile_lab.checking.launch_report import LaunchReporter
 from cutile_lab.diagnostics import Diagnostic, Label, Span
@@ -55,7 +56,7 @@ def _plan(kdef: KernelDef) -> _Plan:
 
 
 def check_launch(kdef: KernelDef, args: Sequence[ArgDesc], call_site: Span | None = None,
-                 borrows: BorrowState | None = None, *, consts: Mapping[str, int] | None = None,
+                 borrows: BorrowView | None = None, *, consts: Mapping[str, int] | None = None,
                  source_lookup: Callable[[str, int], str] | None = None) -> list[Diagnostic]:
     """Every launch-level diagnostic for launching ``kdef`` with ``args``, errors first.
 
@@ -206,17 +207,19 @@ def alias_problems(arrays: Sequence[ArgDesc]) -> list[tuple]:
     return problems
 
 
-def borrow_problems(arrays: Sequence[ArgDesc], borrows: BorrowState | None,
+def borrow_problems(arrays: Sequence[ArgDesc], borrows: BorrowView | None,
                     call_site: Span | None) -> list[tuple]:
-    """("borrow", a, diagnostic) for each array argument the borrow state refuses (moved, or
+    """("borrow", a, diagnostic) for each array argument the borrow view refuses (moved, or
     in-flight work conflicting with it)."""
     problems = []
-    if borrows is not None and (borrows._moved or borrows._borrows):
+    if borrows is not None and borrows.active():
         for a in arrays:
             if a.tensor_id is None:
                 continue
-            d = borrows.check_use(a.tensor_id, "launch_mut" if a.role == "mut" else "launch",
-                                  call_site, a.name, allow_moved=a.partition_tile is not None)
+            moved, moved_at = borrows.moved_at(a.tensor_id)
+            d = use_diagnostic("launch_mut" if a.role == "mut" else "launch", call_site, a.name,
+                               moved=moved and a.partition_tile is None, moved_at=moved_at,
+                               borrows=borrows.borrows(a.tensor_id))
             if d is not None:
                 problems.append(("borrow", a, d))
     return problems

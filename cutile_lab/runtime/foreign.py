@@ -238,7 +238,7 @@ class CudaLaunchOp(DeviceOp):
                 contiguous[name] = t.is_contiguous
             else:
                 descs.append(ArgDesc(name, "scalar", value=v))
-        diags = check_cuda_launch(sig, descs, self.where, ownership.BORROWS,
+        diags = check_cuda_launch(sig, descs, self.where, None,
                                   given=[g for g in self._given if g not in self.bound] or (),
                                   extra_positional=self._extra, contiguous=contiguous)
         self.diagnostics = diags

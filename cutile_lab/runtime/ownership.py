@@ -21,10 +21,9 @@ One borrow model, owned here. The launch-level rules about one launch's own argu
 (aliasing, signature matching) belong to ``cutile_lab.checking.launch_rules``; this module adds
 time, and it is the one record of what in-flight work borrows: byte ranges (``Borrow``) in each
 ``Flight``, checked under one lock, so that views of a borrowed tensor (``z[100:110]`` while
-``z[:128]`` is written) are caught too. The checker's ``BorrowState`` (``BORROWS``) is not kept
-in step on the hot path: it is told a flight's borrows (``publish``) and a move only when a
-conflict has been found and ``check_launch`` / ``check_use`` word its diagnostic, and it forgets
-them when the flight is released. The launch checks (``runtime.launch.checks``), host access
+``z[:128]`` is written) are caught too. Nothing else keeps a copy: a conflict is worded by the
+checker's ``use_diagnostic`` from the facts of the flight found (its label, line, and whether it
+writes), and a move from the object's own ``MoveRecord``. The launch checks (``runtime.launch.checks``), host access
 (``check_host_access``) and DeviceOps of other kinds (``claim``) all go through this module.
 """
 from __future__ import annotations
@@ -32,7 +31,7 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple
 
-from cutile_lab.checking.borrows import BorrowState
+from cutile_lab.checking.borrows import BorrowFact, use_diagnostic
 from cutile_lab.diagnostics import Diagnostic, Label, Span
 from cutile_lab.errors import KernelDiagnosticsError
 from cutile_lab.runtime.callsite import as_span, describe, user_call_site, user_name_of
@@ -47,14 +46,13 @@ class OwnershipError(KernelDiagnosticsError):
 class MoveRecord:
     """A tensor or partition used up: moved into a partition, given back, a borrow ended."""
 
-    __slots__ = ("_where", "what", "partition_id", "label", "published")
+    __slots__ = ("_where", "what", "partition_id", "label")
 
     def __init__(self, where, what: str, partition_id: int = 0, label: str = "moved here"):
         self._where = where       # the user's line: (file, line) until a message needs a Span
         self.what = what          # "was moved into a partition of (128,) tiles"
         self.partition_id = partition_id
         self.label = label
-        self.published = False    # told to the checker's BorrowState (only when a message needs)
 
     @property
     def where(self) -> Span | None:
@@ -78,7 +76,7 @@ class Flight:
     """One started DeviceOp chain: in flight until ``event`` completes (gpu) or it ran (sim)."""
 
     __slots__ = ("label", "_where", "event", "stream", "backend", "done", "entries", "keep",
-                 "runner", "result", "error", "published", "lane", "ready", "covered", "reuse",
+                 "runner", "result", "error", "lane", "ready", "covered", "reuse",
                  "pending", "__weakref__")
 
     def __init__(self, label: str, where, backend: str, stream=None, lane=None):
@@ -94,7 +92,6 @@ class Flight:
         self.runner = None           # sim: the deferred work
         self.result = None
         self.error = None
-        self.published = False
         self.ready = False           # everything it runs is enqueued
         self.covered = False         # ``event`` was recorded after it for several flights
         self.reuse = None            # the launch's _ReusableStart whose repeated starts may join it
@@ -124,9 +121,6 @@ class Flight:
     def describe(self) -> str:
         return f"`{self.label}` (launched at {describe(self.where)})"
 
-
-# the checker's BorrowState words a conflict's diagnostic; detection is this module's byte ranges
-BORROWS = BorrowState()
 
 _lock = threading.RLock()
 # Live flights by lane: a GPU stream (its handle) orders its flights, so they complete in start
@@ -199,27 +193,12 @@ def claim(flight: Flight, args, where, lane=NO_LANE) -> None:
                 raise OwnershipError([d for _, d in hits])
 
 
-def publish(flight: Flight) -> None:
-    """Tell the checker's BorrowState what a flight reads and writes. Done lazily, when a
-    conflict with the flight is found and the BorrowState words the diagnostic: detection is the
-    byte-range registry's, so the hot path never pays for it."""
-    if flight.done or flight.published:
-        return
-    flight.published = True
-    for b in flight.entries:
-        tensor = b.tensor
-        if b.mut:
-            BORROWS.borrow_mut(tensor.id, flight, flight.where, flight.label)
-        else:
-            BORROWS.borrow_shared(tensor.id, flight, flight.where, flight.label)
-
-
-def forget_moved(tensor) -> None:
-    """A moved tensor object is gone: nothing can use it any more (the checker's BorrowState
-    forgets the move if it was told of it)."""
-    rec = tensor.moved
-    if rec is not None and rec.published:
-        BORROWS.restored(tensor.id)
+def _facts(flight: Flight, tensor) -> list[BorrowFact]:
+    """What ``flight`` does with the tensor object ``tensor`` (its entries of that very object,
+    not of other views of the memory), as the checker's wording takes it."""
+    tid = getattr(tensor, "id", None)
+    return [BorrowFact(flight.label, e.mut, flight.where) for e in flight.entries
+            if getattr(e.tensor, "id", None) == tid]
 
 
 def _retire(f: Flight) -> None:
@@ -237,8 +216,6 @@ def _retire(f: Flight) -> None:
 
 def release(flight: Flight) -> None:
     global _count
-    if flight.published:
-        BORROWS.release(flight)
     with _lock:
         if flight.done:
             return
@@ -280,8 +257,6 @@ def _release_prefix(key, lane: list, n: int) -> None:
     if not n:
         return
     for f in lane[:n]:
-        if f.published:
-            BORROWS.release(f)
         _retire(f)
     del lane[:n]
     _count -= n
@@ -410,14 +385,9 @@ def raise_use_after_move(tensor, what: str, where: Span | None = None, how: str 
     rec = tensor.moved
     where = as_span(where) or user_call_site()
     if rec.label == "moved into a partition here":
-        # moves are told to the checker's BorrowState lazily, when it words a message
-        if not rec.published:
-            rec.published = True
-            BORROWS.moved(tensor.id, rec.where)
-        d = BORROWS.check_use(tensor.id, how, where, getattr(tensor, "name", None)
-                              or user_name_of(tensor))
-        if d is not None:
-            raise OwnershipError([d])
+        raise OwnershipError([use_diagnostic(
+            how, where, getattr(tensor, "name", None) or user_name_of(tensor), moved=True,
+            moved_at=rec.where)])
     labels = ()
     if rec.where is not None:
         labels = (Label(rec.where, rec.label),)
@@ -439,12 +409,10 @@ def check_host_access(tensor, what: str, *, write: bool = False) -> None:
         return
     flight, entry = hit
     where = user_call_site()
-    if BORROWS is not None:
-        publish(flight)
-        d = BORROWS.check_use(tensor.id, "write" if write else "read", where,
-                              tensor.name or user_name_of(tensor))
-        if d is not None and d.code != "TL102":
-            raise OwnershipError([d])
+    d = use_diagnostic("write" if write else "read", where, tensor.name or user_name_of(tensor),
+                       borrows=_facts(flight, tensor))
+    if d is not None:
+        raise OwnershipError([d])
     mut = entry.mut
     code = "TL103" if mut else "TL105"
     verb = "writing" if mut else "reading"
@@ -479,13 +447,11 @@ def check_launch_borrows(args, exclude: Flight | None, where,
             continue
         flight, entry = hit
         name = getattr(tensor, "name", None) or user_name_of(tensor)
-        if BORROWS is not None:
-            publish(flight)
-            d = BORROWS.check_use(tensor.id, "launch_mut" if mut else "launch", where,
-                                  name or param, allow_moved=True, param=param)
-            if d is not None:
-                out.append((param, d))
-                continue
+        d = use_diagnostic("launch_mut" if mut else "launch", where, name or param,
+                           borrows=_facts(flight, tensor), param=param)
+        if d is not None:
+            out.append((param, d))
+            continue
         emut = entry.mut
         code = "TL104" if emut else "TL105"
         verb = "writing" if emut else "reading"
@@ -586,7 +552,6 @@ def _reset_for_tests() -> None:
                 f.done = True
         _lanes.clear()
         _count = 0
-    BORROWS.clear()
 
 
 __all__ = ["OwnershipError", "MoveRecord", "Borrow", "Flight", "register", "add_borrow", "claim",

@@ -152,13 +152,6 @@ class Tensor:
             text += f", moved into a partition at {describe(self.moved.where)}"
         return text + ")"
 
-    def __del__(self):
-        if self.moved is not None and self.moved.published:
-            try:
-                ownership.forget_moved(self)
-            except Exception:
-                pass
-
     # --- liveness -----------------------------------------------------------------------------
     def _check(self, what: str, *, host: bool = True, write: bool = False) -> None:
         if self.moved is not None:

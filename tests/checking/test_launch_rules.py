@@ -270,3 +270,25 @@ def test_borrow_state_survives_reentry_from_a_finalizer():
     t.start()
     assert done.wait(10), "BorrowState deadlocked when re-entered from a finalizer"
     assert not state.is_moved(1)
+
+
+def test_launch_rules_ask_any_borrow_view():
+    """``check_launch`` asks the ``BorrowView`` protocol, not ``BorrowState``'s own fields: a view
+    of another store (as a runtime would give) is refused and worded the same way."""
+    from cutile_lab.checking.borrows import BorrowFact
+
+    launched = Span("p.py", 7, 0)
+
+    class View:
+        def active(self):
+            return True
+
+        def moved_at(self, tensor_id):
+            return False, None
+
+        def borrows(self, tensor_id):
+            return [BorrowFact("writer", True, launched)] if tensor_id == 2 else []
+
+    diags = check_launch(ADD, _good_args(), Span("p.py", 9, 0), View())
+    assert [d.code for d in diags] == ["TL104"]
+    assert "`writer`" in diags[0].message and diags[0].labels[0].span == launched

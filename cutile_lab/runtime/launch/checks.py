@@ -5,10 +5,10 @@ and the in-flight borrows (TL104/TL105) of the memory the launch reads and write
 work of other streams.
 
 The borrow model is ``runtime.ownership``'s: byte ranges (``Borrow``) recorded in the launch's
-``Flight`` and checked under the registry's lock. The checker's ``BorrowState`` is not a second
-record kept in step: ``ownership`` tells it a flight's borrows only when a conflict is found and
-a diagnostic has to be worded (``ownership.publish``), and the launch rules read it for the
-messages of the call they check. Each check here runs on every launch; what makes it cheap is
+``Flight`` and checked under the registry's lock, the one record of what in-flight work
+borrows; a conflict is worded by the checker's ``use_diagnostic`` from the facts of the flight
+found. The launch rules get no ``BorrowView``: moves are checked on the argument objects
+(``raise_moved``) before them and in-flight work against the registry after them. Each check here runs on every launch; what makes it cheap is
 what the entry of an argument layout keeps (which arrays are written, their names).
 
 ``STATS`` / ``MEASURE``: what the checks cost on the host, counted while ``MEASURE[0]`` is true
@@ -131,7 +131,7 @@ def launch_rules(info, values, where: Span | None, consts) -> list[Diagnostic]:
     if info.kdef.kind != "tile":
         return []
     descs = arg_descs(info, values)
-    diags = list(check_launch(info.kdef, descs, where, ownership.BORROWS,
+    diags = list(check_launch(info.kdef, descs, where, None,
                               consts=consts or None))
     if not any(d.is_error for d in diags):
         diags += padded_reads(info.kdef, descs, where)
