@@ -2,12 +2,20 @@
 
 32 configurations of a safe GEMM (BM x BN x BK x problem size, f16), each checked against
 ``torch.matmul`` on fresh random data and timed with its cuBLAS baseline on the same GPU. The
-compile cache is filled first (compiles run on the CPU workers), and each pool's workers are
-started before its sweeps are timed, so the two wall-clock times compare the timing phase alone:
-the one-GPU pool and the N-GPU pool run the very same code. Each pool sweeps twice: first on
-fresh workers (each pays its one-time costs), then again (the steady state of a notebook that
-keeps its pool); both are recorded, with every worker's own time per row (``worker_s``). Prints a table and writes
-``sweep-gpus-<device>.{json,csv}`` with the devices and the date.
+compile cache is filled first (the same for every run below), and one pool is warmed and closed
+before anything is timed (so that every run finds PyTorch's and CUDA's libraries in the page
+cache). Then, each with the same start on the one-GPU and the N-GPU side:
+
+- cold: the sweep a user starts with ``gpus=[...]``, its pool made, warmed and shut down inside
+  the timed region (what ``gpus="all"`` does); twice per side, in the orders 1,N and N,1;
+  with ``--uncompiled`` also the same with an empty compile cache (a kernel never compiled:
+  the compiles are timed too, and the workers warm up while they run);
+- warm: a pool kept open: its warm-up (``GPUPool.warm``) timed apart, then its first sweep and a
+  second one (the steady state of a notebook that keeps its pool).
+
+Records every run's wall time, best configuration per size, each worker's warm-up steps and
+its own time per row (``worker_s``). Prints a table and writes ``sweep-gpus-<device>.{json,csv}``
+with the devices and the date.
 
     python benchmarks/bench_sweep_gpus.py [--out DIR] [--repeats 50]
 """
@@ -75,68 +83,123 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     ap.add_argument("--repeats", type=int, default=50)
+    ap.add_argument("--uncompiled", action="store_true",
+                    help="also one-shot sweeps of a kernel never compiled (an empty cache)")
     opts = ap.parse_args(argv)
     from benchmarks.common import use_gpu, versions
     why = use_gpu()
     if why:
         print(why)
         return 0
+    import statistics
     import cutile_lab as cl
     from cutile_lab.notebook import sweep
-    from cutile_lab.notebook.fanout import GPUPool, local_gpu_count
+    from cutile_lab.notebook.fanout import GPUPool, KernelSpec, local_gpu_count, pack
+    from cutile_lab.notebook.tuning import _simple_globals
     n = local_gpu_count()
     if n < 2:
         print(f"this benchmark compares one GPU with several; this host has {n}")
         return 0
     kernel = cl.kernels_from_source(GEMM, "bench_sweep_gpus.py")["gemm"]
+    spec, payload = KernelSpec.of(kernel, _simple_globals(kernel)), pack(make_args, check, baseline)
     t0 = time.perf_counter()
     sweep(kernel, None, progress=False, **CHOICES)            # fills the compile cache
     compile_s = time.perf_counter() - t0
-    runs, first = {}, {}
-    for gpus in ([0], list(range(n))):
-        with GPUPool(gpus) as pool:
-            pool.warm()
-            # the first sweep on fresh workers pays each worker's one-time costs (PyTorch's
-            # CUDA start and cuBLAS handle, each binding's module load); the second, on the same
-            # pool -- a notebook that keeps its pool -- is the steady state. Both are recorded.
-            for attempt in range(2):
-                t0 = time.perf_counter()
-                df = sweep(kernel, make_args, progress=False, gpus=pool, check=check,
-                           baseline=baseline, repeats=opts.repeats, record=False, **CHOICES)
-                (first if attempt == 0 else runs)[len(gpus)] = (time.perf_counter() - t0, df)
-    (t1, df1), (tn, dfn) = runs[1], runs[n]
-    b1, bn = best(df1), best(dfn)
-    devices = sorted(set(dfn["device"]))
-    print(dfn[["BM", "BN", "BK", "size", "median_us", "tflops", "baseline_us", "speedup",
-               "gpu", "ok"]].to_string())
-    print(f"\n{len(df1)} configurations; compiles (cached for both runs): {compile_s:.1f} s")
-    busy = {}
-    for label, t, df in (("1 GPU", t1, df1), (f"{n} GPUs", tn, dfn)):
-        per = df.groupby("gpu")["worker_s"].sum()
-        busy[label] = {str(g): float(v) for g, v in per.items()}
-        print(f"{label}: wall {t:.2f} s; each worker's own time per GPU: "
-              + ", ".join(f"GPU {g} {v:.2f} s ({(df['gpu'] == g).sum()} rows)"
-                          for g, v in per.items()))
-    f1, fn = first[1][0], first[n][0]
-    print(f"first sweep on fresh workers: 1 GPU {f1:.2f} s   {n} GPUs {fn:.2f} s   "
-          f"speedup {f1 / fn:.2f}x")
-    print(f"the same pools again: 1 GPU: {t1:.2f} s   {n} GPUs: {tn:.2f} s   "
-          f"speedup {t1 / tn:.2f}x")
-    print(f"best per size, 1 GPU: {b1}\nbest per size, {n} GPUs: {bn}\nsame: {b1 == bn}")
+    t0 = time.perf_counter()
+    sweep(kernel, None, progress=False, **CHOICES)            # the host's cache lookups alone
+    lookup_s = time.perf_counter() - t0
+    with GPUPool(list(range(n))) as pool:                     # the page cache, not timed
+        pool.warm(spec, payload)
+
+    def timed(pool):
+        t0 = time.perf_counter()
+        df = sweep(kernel, make_args, progress=False, gpus=pool, check=check,
+                   baseline=baseline, repeats=opts.repeats, record=False, **CHOICES)
+        return time.perf_counter() - t0, df
+
+    def one_shot(g):
+        t0 = time.perf_counter()
+        pool = GPUPool(list(range(g)))            # as sweep(gpus=[...]) makes and closes it
+        try:
+            _, df = timed(pool)
+        finally:
+            warm = pool.warmups
+            pool.shutdown()
+        return time.perf_counter() - t0, df, warm
+
+    runs = []          # (kind, gpus, seconds, table, warm-ups)
+    for order in ((1, n), (n, 1)):
+        for g in order:
+            runs.append(("cold", g, *one_shot(g)))
+    if opts.uncompiled:
+        import tempfile
+        cache_dir = os.environ.get("CUTILE_LAB_CACHE_DIR")
+        try:
+            for order in ((1, n), (n, 1)):
+                for g in order:       # a kernel never compiled: an empty compile cache
+                    os.environ["CUTILE_LAB_CACHE_DIR"] = tempfile.mkdtemp(prefix="sweep-cold-")
+                    runs.append(("uncompiled", g, *one_shot(g)))
+        finally:
+            if cache_dir is None:
+                os.environ.pop("CUTILE_LAB_CACHE_DIR", None)
+            else:
+                os.environ["CUTILE_LAB_CACHE_DIR"] = cache_dir
+    for g in (1, n):
+        with GPUPool(list(range(g))) as pool:
+            t0 = time.perf_counter()
+            pool.warm(spec, payload)
+            runs.append(("warm-up", g, time.perf_counter() - t0, None, pool.warmups))
+            for kind in ("warm first", "warm again"):
+                t, df = timed(pool)
+                runs.append((kind, g, t, df, {}))
+    tables = [r for r in runs if r[3] is not None]
+    devices = sorted({d for r in tables for d in r[3]["device"]})
+    last = tables[-1][3]
+    print(last[[c for c in ("BM", "BN", "BK", "size", "median_us", "tflops", "baseline_us",
+                            "speedup", "gpu", "ok") if c in last]].to_string())
+    print(f"\n{len(tables[0][3])} configurations; compiles {compile_s:.1f} s (cached for every "
+          f"run; the host's cache lookups {lookup_s:.2f} s)")
+    summary, records = {}, []
+    for kind, g, t, df, warm in runs:
+        rec = {"kind": kind, "gpus": g, "seconds": t}
+        if warm:
+            rec["warm_up"] = {str(k): {s: v for s, v in w.items() if s.endswith("_s")
+                                       or s == "error"} for k, w in warm.items()}
+        if df is not None:
+            rec["best"] = {str(k): v for k, v in best(df).items()}
+            rec["all_ok"] = bool(df["ok"].all())
+            rec["worker_s"] = {str(k): float(v) for k, v in df.groupby("gpu")["worker_s"].sum().items()}
+        records.append(rec)
+        summary.setdefault(kind, {}).setdefault(g, []).append(t)
+        steps = "; ".join(f"GPU {k}: " + ", ".join(f"{s[:-2]} {v:.2f}" for s, v in w.items()
+                                                    if s.endswith("_s"))
+                          for k, w in (warm or {}).items())
+        print(f"{kind:10s} {g} GPU(s): {t:6.2f} s" + (f"  best {rec['best']}" if df is not None
+                                                        else "") + (f"\n    warm-up {steps}"
+                                                                    if steps else ""))
+    ratios = {}
+    for kind, by_g in summary.items():
+        t1, tn = statistics.median(by_g[1]), statistics.median(by_g[n])
+        ratios[kind] = {"seconds_one_gpu": t1, "seconds_all_gpus": tn}
+        if kind != "warm-up":             # a pool's warm-up alone: its cost, not a speedup
+            ratios[kind]["speedup"] = t1 / tn
+        print(f"{kind:10s} median 1 GPU {t1:.2f} s   {n} GPUs {tn:.2f} s"
+              + (f"   speedup {t1 / tn:.2f}x" if kind != "warm-up" else ""))
+    bests = [json.dumps(r["best"], sort_keys=True) for r in records if "best" in r]
+    same = len(set(bests)) == 1
+    print(f"the same best configuration in every run: {same}")
     slug = devices[0].lower().replace(" ", "-")
     os.makedirs(opts.out, exist_ok=True)
     record = {"benchmark": "sweep-gpus", "date": _dt.datetime.now(_dt.timezone.utc).isoformat(),
-              "devices": devices, "gpus": n, "configurations": len(df1),
-              "seconds_one_gpu": t1, "seconds_all_gpus": tn, "speedup": t1 / tn,
-              "first_sweep": {"seconds_one_gpu": f1, "seconds_all_gpus": fn,
-                              "speedup": f1 / fn},
-              "best_one_gpu": {str(k): v for k, v in b1.items()},
-              "best_all_gpus": {str(k): v for k, v in bn.items()}, "same_best": b1 == bn, "worker_seconds": busy,
-              "all_ok": bool(df1["ok"].all() and dfn["ok"].all()), "versions": versions()}
+              "devices": devices, "gpus": n, "configurations": len(tables[0][3]),
+              "repeats": opts.repeats, "compile_s": compile_s, "cache_lookup_s": lookup_s,
+              "summary": ratios, "same_best": same, "runs": records,
+              "all_ok": all(r.get("all_ok", True) for r in records), "versions": versions()}
     with open(os.path.join(opts.out, f"sweep-gpus-{slug}.json"), "w") as f:
         json.dump(record, f, indent=1)
     import pandas as pd
-    both = pd.concat([df1.assign(run="1 GPU"), dfn.assign(run=f"{n} GPUs")])
+    both = pd.concat([df.assign(run=f"{kind} {g} GPU(s) #{j}")
+                      for j, (kind, g, _, df, _) in enumerate(runs) if df is not None])
     both.to_csv(os.path.join(opts.out, f"sweep-gpus-{slug}.csv"), index=False)
     return 0
 

@@ -94,10 +94,69 @@ def where() -> dict:
             "worker": f"{socket.gethostname()}:{os.getpid()}"}
 
 
-def _where_quietly() -> dict:
+def uses_torch(payload: bytes) -> bool:
+    """Whether the user's callables name PyTorch (a global, or an ``import torch`` inside one:
+    cloudpickle carries the names their code reads). Only decides what a warm-up prepares: a
+    wrong guess costs time, never a result."""
+    return b"torch" in payload
+
+
+def warm_up(spec: KernelSpec | None = None, torch: bool | None = None) -> dict:
+    """Pay this worker's one-time costs now, before its first configuration: the lab's imports,
+    the GPU context, the toolchain probe, the kernel rebuilt from ``spec``, and -- with
+    ``torch`` (default: where PyTorch is installed) -- PyTorch's import, CUDA start and cuBLAS
+    handle (imported on a second thread while the context is made). Returns the worker's place
+    and the seconds each step took (``warm_s``: all of it); a failing step is ``error``, never
+    an exception: the configurations then pay, or report, it themselves."""
+    import importlib.util
+    import threading
     from cutile_lab.runtime.backend import silence_announcement
+    started = time.perf_counter()
     silence_announcement()
-    return where()
+    if torch is None:
+        torch = importlib.util.find_spec("torch") is not None
+    steps: dict[str, Any] = {}
+    box: dict[str, Any] = {}
+
+    def import_torch() -> None:
+        t = time.perf_counter()
+        try:
+            import torch as module
+            box["torch"] = module
+        except Exception as e:
+            box["error"] = f"import torch: {type(e).__name__}: {e}"
+        steps["torch_import_s"] = time.perf_counter() - t
+    thread = threading.Thread(target=import_torch, daemon=True) if torch else None
+    if thread is not None:
+        thread.start()
+    out: dict[str, Any] = {}
+    try:
+        t = time.perf_counter()
+        out.update(where())                # makes the GPU context (or finds the simulator)
+        steps["context_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        from cutile_lab.compiling.toolchain import toolchain_or_none
+        import cutile_lab.runtime.launch  # noqa: F401  (the launch path's imports)
+        toolchain_or_none()
+        if spec is not None:
+            _kernel(spec).check()
+        steps["lab_s"] = time.perf_counter() - t
+        if thread is not None:
+            thread.join()
+            if "error" in box:
+                out["error"] = box["error"]
+            elif out["gpu"] is not None:
+                t = time.perf_counter()
+                tm = box["torch"]
+                tm.cuda.current_blas_handle()                   # CUDA start + cuBLAS handle
+                a = tm.randn(256, 256, device="cuda", dtype=tm.float16)
+                (a @ a).sum().item()                            # cuBLAS's first GEMM
+                steps["torch_cuda_s"] = time.perf_counter() - t
+    except Exception as e:
+        out["error"] = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
+    out.update(steps)
+    out["warm_s"] = time.perf_counter() - started
+    return out
 
 
 def _context_lost() -> bool:
@@ -332,10 +391,14 @@ class GPUPool:
                                   "run on a machine with NVIDIA GPUs")
         self.gpus = indices
         self._pools: dict[int, ProcessPoolExecutor] = {}
+        self._warming: dict[int, Future] = {}
         self.restarts = 0
 
     def _pool(self, slot: int) -> ProcessPoolExecutor:
         p = self._pools.get(slot)
+        if p is not None and getattr(p, "_broken", False):     # its worker died (in a warm-up)
+            self.restart(slot)
+            p = None
         if p is None:
             p = ProcessPoolExecutor(max_workers=1,
                                     mp_context=multiprocessing.get_context("spawn"),
@@ -344,25 +407,47 @@ class GPUPool:
         return p
 
     def submit(self, slot: int, fn: Callable, *args) -> Future:
-        return self._pool(slot).submit(fn, *args)
+        with spawnable_main():             # a worker process starts on its first task
+            return self._pool(slot).submit(fn, *args)
 
     def restart(self, slot: int) -> None:
         """Replace the worker of ``slot`` (it died, or its GPU context is unusable)."""
         p = self._pools.pop(slot, None)
+        self._warming.pop(slot, None)
         if p is not None:
             p.shutdown(wait=False, cancel_futures=True)
         self.restarts += 1
 
-    def warm(self) -> None:
-        """Start every worker now (spawn, import, make its GPU context), so that a timed sweep
-        does not pay for it."""
-        for f in [self.submit(s, _where_quietly) for s in range(len(self.gpus))]:
-            f.result()
+    def start(self, spec: KernelSpec | None = None, payload: bytes | None = None) -> None:
+        """Start every worker and its ``warm_up`` now, without waiting: a sweep calls this
+        before its compiles, so the workers' one-time costs (process, imports, GPU context,
+        PyTorch and cuBLAS where ``payload`` uses them) overlap them, and each worker takes its
+        first configuration as soon as its own warm-up is done. A worker warms once; a pool
+        kept open across sweeps pays it once."""
+        torch = None if payload is None else uses_torch(payload)
+        for slot in range(len(self.gpus)):
+            if slot not in self._warming:
+                self._warming[slot] = self.submit(slot, warm_up, spec, torch)
+
+    def warm(self, spec: KernelSpec | None = None, payload: bytes | None = None) -> None:
+        """``start`` and wait until every worker is warm (a pool made before timed sweeps)."""
+        self.start(spec, payload)
+        wait(list(self._warming.values()))
+
+    @property
+    def warmups(self) -> dict[int, dict]:
+        """Each warmed worker's ``warm_up`` record, by GPU index."""
+        out = {}
+        for slot, f in self._warming.items():
+            if f.done() and not f.cancelled() and f.exception() is None:
+                out[self.gpus[slot]] = f.result()
+        return out
 
     def shutdown(self) -> None:
         for p in self._pools.values():
             p.shutdown(wait=True)
         self._pools.clear()
+        self._warming.clear()
 
     def __enter__(self) -> "GPUPool":
         return self
