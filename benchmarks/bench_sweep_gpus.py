@@ -8,7 +8,8 @@ cache). Then, each with the same start on the one-GPU and the N-GPU side:
 
 - cold: the sweep a user starts with ``gpus=[...]``, its pool made, warmed and shut down inside
   the timed region (what ``gpus="all"`` does); twice per side, in the orders 1,N and N,1;
-  with ``--uncompiled`` also the same with an empty compile cache (a kernel never compiled:
+  with ``--no-warm-up`` also the same with ``GPUPool.start`` a no-op (each worker pays its
+  one-time costs in its first rows, as before the warm-up existed); with ``--uncompiled`` also the same with an empty compile cache (a kernel never compiled:
   the compiles are timed too, and the workers warm up while they run);
 - warm: a pool kept open: its warm-up (``GPUPool.warm``) timed apart, then its first sweep and a
   second one (the steady state of a notebook that keeps its pool).
@@ -83,6 +84,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     ap.add_argument("--repeats", type=int, default=50)
+    ap.add_argument("--no-warm-up", action="store_true",
+                    help="also cold one-shot sweeps whose workers do not warm up first")
     ap.add_argument("--uncompiled", action="store_true",
                     help="also one-shot sweeps of a kernel never compiled (an empty cache)")
     opts = ap.parse_args(argv)
@@ -131,6 +134,14 @@ def main(argv=None) -> int:
     for order in ((1, n), (n, 1)):
         for g in order:
             runs.append(("cold", g, *one_shot(g)))
+    if opts.no_warm_up:
+        start, GPUPool.start = GPUPool.start, lambda self, *a, **k: None
+        try:
+            for order in ((1, n), (n, 1)):
+                for g in order:       # as before the warm-up: each worker pays on its own rows
+                    runs.append(("no warm-up", g, *one_shot(g)))
+        finally:
+            GPUPool.start = start
     if opts.uncompiled:
         import tempfile
         cache_dir = os.environ.get("CUTILE_LAB_CACHE_DIR")
