@@ -7,7 +7,11 @@ before anything is timed (so that every run finds PyTorch's and CUDA's libraries
 cache). Then, each with the same start on the one-GPU and the N-GPU side:
 
 - cold: the sweep a user starts with ``gpus=[...]``, its pool made, warmed and shut down inside
-  the timed region (what ``gpus="all"`` does); twice per side, in the orders 1,N and N,1;
+  the timed region (what ``gpus="all"`` does): fresh worker processes, each making its GPU
+  context and PyTorch's CUDA start; on Linux they fork from the session's fork server, which
+  imported the lab and PyTorch once (in the untimed warm-up above); twice per side, in the
+  orders 1,N and N,1; with ``--first-in-session`` also once per side with the fork server
+  stopped first, so that its start (the imports) is timed too;
   with ``--no-warm-up`` also the same with ``GPUPool.start`` a no-op (each worker pays its
   one-time costs in its first rows, as before the warm-up existed); with ``--uncompiled`` also the same with an empty compile cache (a kernel never compiled:
   the compiles are timed too, and the workers warm up while they run);
@@ -84,6 +88,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     ap.add_argument("--repeats", type=int, default=50)
+    ap.add_argument("--first-in-session", action="store_true",
+                    help="also one-shot sweeps that start the workers' fork server themselves")
     ap.add_argument("--no-warm-up", action="store_true",
                     help="also cold one-shot sweeps whose workers do not warm up first")
     ap.add_argument("--uncompiled", action="store_true",
@@ -131,6 +137,13 @@ def main(argv=None) -> int:
         return time.perf_counter() - t0, df, warm
 
     runs = []          # (kind, gpus, seconds, table, warm-ups)
+    if opts.first_in_session:
+        from multiprocessing import forkserver
+        for g in (1, n):              # the fork server (if any) starts inside the timed region
+            stop = getattr(forkserver._forkserver, "_stop", None)
+            if stop is not None:
+                stop()
+            runs.append(("first in session", g, *one_shot(g)))
     for order in ((1, n), (n, 1)):
         for g in order:
             runs.append(("cold", g, *one_shot(g)))

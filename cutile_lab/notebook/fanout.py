@@ -95,10 +95,11 @@ def where() -> dict:
 
 
 def uses_torch(payload: bytes) -> bool:
-    """Whether the user's callables name PyTorch (a global, or an ``import torch`` inside one:
-    cloudpickle carries the names their code reads). Only decides what a warm-up prepares: a
-    wrong guess costs time, never a result."""
-    return b"torch" in payload
+    """Whether the user's callables use PyTorch: they name it (a global, or an ``import torch``
+    inside one: cloudpickle carries the names their code reads), or this process has imported
+    it (callables pickled by reference, from a module, carry no code). Only decides what a
+    warm-up prepares: a wrong guess costs time, never a result."""
+    return b"torch" in payload or "torch" in sys.modules
 
 
 def warm_up(spec: KernelSpec | None = None, torch: bool | None = None) -> dict:
@@ -340,10 +341,30 @@ def spawnable_main():
 
 # --- runners ------------------------------------------------------------------------------------
 
-def _pin(index) -> None:
-    """Worker initializer: this process sees only GPU ``index`` (before CUDA is touched)."""
+def _pin(index, env: Mapping[str, str] | None = None) -> None:
+    """Worker initializer: this process has the pool owner's environment ``env`` (a forked
+    worker starts with its fork server's) and sees only GPU ``index`` (before CUDA is
+    touched)."""
+    if env is not None:
+        os.environ.clear()
+        os.environ.update(env)
     os.environ["CUDA_VISIBLE_DEVICES"] = str(index)
     os.environ[POOL_GPU_ENV] = str(index)
+
+
+def _worker_context(torch: bool):
+    """How a pool's worker processes start. Where the platform has it (Linux), from a fork
+    server: one process per session that imports the lab -- and PyTorch, where ``torch`` says
+    the sweep uses it -- once; every later worker is a fork of it (no CUDA in it yet, so each
+    makes its own context) and starts without those imports. The server's imports are fixed when
+    it starts. Elsewhere, spawned: each worker imports everything itself."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    import importlib.util
+    preload = [__name__] + (["torch"] if torch and importlib.util.find_spec("torch") else [])
+    ctx.set_forkserver_preload(preload)
+    return ctx
 
 
 def local_gpu_count() -> int:
@@ -392,6 +413,7 @@ class GPUPool:
         self.gpus = indices
         self._pools: dict[int, ProcessPoolExecutor] = {}
         self._warming: dict[int, Future] = {}
+        self._torch = "torch" in sys.modules
         self.restarts = 0
 
     def _pool(self, slot: int) -> ProcessPoolExecutor:
@@ -400,9 +422,9 @@ class GPUPool:
             self.restart(slot)
             p = None
         if p is None:
-            p = ProcessPoolExecutor(max_workers=1,
-                                    mp_context=multiprocessing.get_context("spawn"),
-                                    initializer=_pin, initargs=(self.gpus[slot],))
+            p = ProcessPoolExecutor(max_workers=1, mp_context=_worker_context(self._torch),
+                                    initializer=_pin, initargs=(self.gpus[slot],
+                                                                dict(os.environ)))
             self._pools[slot] = p
         return p
 
@@ -425,6 +447,7 @@ class GPUPool:
         first configuration as soon as its own warm-up is done. A worker warms once; a pool
         kept open across sweeps pays it once."""
         torch = None if payload is None else uses_torch(payload)
+        self._torch = self._torch or bool(torch)
         for slot in range(len(self.gpus)):
             if slot not in self._warming:
                 self._warming[slot] = self.submit(slot, warm_up, spec, torch)
