@@ -73,15 +73,79 @@ def baseline(BM, BN, BK, size):
     return lambda: torch.matmul(a, b)
 
 
-def best(df) -> dict:
-    """Per problem size, the fastest configuration: the highest speedup over the cuBLAS
-    baseline timed on the same GPU (two GPUs of one model still differ a little in clocks, so
-    raw times from different GPUs do not rank configurations; ratios do)."""
+def ranking(df) -> dict:
+    """Per problem size: (the fastest configuration, every configuration as fast within the
+    run's timing noise, that noise, each configuration's relative time). A configuration's time
+    counts relative to cuBLAS on the same GPU at the same size -- the median of the baseline
+    timings that GPU made at that size (two GPUs of one model differ a little in clocks, so raw
+    times from different GPUs do not rank configurations; ratios do). The noise is the spread
+    (max / min - 1) of those baseline timings: one cuBLAS call timed once per configuration; a
+    configuration within it of the fastest is a tie, not a slower choice."""
+    ok = df[df["ok"]]
+    base = ok.groupby(["gpu", "size"])["baseline_us"]
+    ok = ok.assign(rel=ok["median_us"] / base.transform("median"),
+                   noise=base.transform(lambda b: b.max() / b.min() - 1))
     out = {}
-    for size, g in df[df["ok"]].groupby("size"):
-        r = g.loc[g["speedup"].idxmax()]
-        out[int(size)] = (int(r["BM"]), int(r["BN"]), int(r["BK"]))
+    for size, g in ok.groupby("size"):
+        g = g.sort_values("rel")
+        rel = {(int(r.BM), int(r.BN), int(r.BK)): float(r.rel) for r in g.itertuples()}
+        noise = float(g["noise"].max())
+        first = next(iter(rel))
+        ties = [c for c, v in rel.items() if v <= rel[first] * (1 + noise)]
+        out[int(size)] = (first, ties, noise, rel)
     return out
+
+
+def best(df) -> dict:
+    """Per problem size, the fastest configuration (``ranking``)."""
+    return {size: r[0] for size, r in ranking(df).items()}
+
+
+def _tied(a, b) -> bool:
+    """Whether two runs' choices at one size tie: each run times the other's choice within the
+    larger of the two runs' noise of its own."""
+    band = 1 + max(a[2], b[2])
+    return a[3][b[0]] <= a[3][a[0]] * band and b[3][a[0]] <= b[3][b[0]] * band
+
+
+def agreement(tables, n: int) -> dict:
+    """Per kind of run, whether its one-GPU and N-GPU runs chose the same: ``same_best`` (the
+    very same configuration at every size, in every pair of runs) and ``same_within_noise``
+    (at every size, in every pair, the two choices tie: ``_tied``)."""
+    out = {}
+    for kind in dict.fromkeys(k for k, _, _ in tables):
+        ones = [ranking(df) for k, g, df in tables if k == kind and g == 1]
+        alls = [ranking(df) for k, g, df in tables if k == kind and g == n]
+        pairs = [(a, b) for a in ones for b in alls]
+        if not pairs:
+            continue
+        out[kind] = {"same_best": all(a[s][0] == b[s][0] for a, b in pairs for s in a),
+                     "same_within_noise": all(_tied(a[s], b[s]) for a, b in pairs for s in a)}
+    return out
+
+
+def print_ranking(label: str, df) -> dict:
+    r = ranking(df)
+    print(f"{label}: " + "; ".join(
+        f"{s}: {bm}x{bn}x{bk}" + (f" (ties {', '.join('x'.join(map(str, t)) for t in ties[1:])};"
+                                  f" noise {noise:.0%})" if len(ties) > 1 else "")
+        for s, ((bm, bn, bk), ties, noise, _) in r.items()))
+    return r
+
+
+def analyse(path: str) -> int:
+    """The choices of a recorded run (its CSV), without a GPU."""
+    import pandas as pd
+    df = pd.read_csv(path)
+    tables = []
+    for run, g in df.groupby("run", sort=False):
+        kind, _, rest = run.rpartition(" GPU(s)")[0].rpartition(" ")
+        tables.append((kind, int(rest or _), g))
+        print_ranking(run, g)
+    n = max(g for _, g, _ in tables)
+    for kind, a in agreement(tables, n).items():
+        print(f"{kind}: same best {a['same_best']}, same within noise {a['same_within_noise']}")
+    return 0
 
 
 def main(argv=None) -> int:
@@ -94,7 +158,11 @@ def main(argv=None) -> int:
                     help="also cold one-shot sweeps whose workers do not warm up first")
     ap.add_argument("--uncompiled", action="store_true",
                     help="also one-shot sweeps of a kernel never compiled (an empty cache)")
+    ap.add_argument("--analyse", metavar="CSV",
+                    help="only print the choices of a recorded run (no GPU needed)")
     opts = ap.parse_args(argv)
+    if opts.analyse:
+        return analyse(opts.analyse)
     from benchmarks.common import use_gpu, versions
     why = use_gpu()
     if why:
@@ -191,6 +259,8 @@ def main(argv=None) -> int:
                                        or s == "error"} for k, w in warm.items()}
         if df is not None:
             rec["best"] = {str(k): v for k, v in best(df).items()}
+            rec["ties"] = {str(k): {"configurations": r[1], "noise": r[2]}
+                           for k, r in ranking(df).items()}
             rec["all_ok"] = bool(df["ok"].all())
             rec["worker_s"] = {str(k): float(v) for k, v in df.groupby("gpu")["worker_s"].sum().items()}
         records.append(rec)
@@ -209,15 +279,19 @@ def main(argv=None) -> int:
             ratios[kind]["speedup"] = t1 / tn
         print(f"{kind:10s} median 1 GPU {t1:.2f} s   {n} GPUs {tn:.2f} s"
               + (f"   speedup {t1 / tn:.2f}x" if kind != "warm-up" else ""))
-    bests = [json.dumps(r["best"], sort_keys=True) for r in records if "best" in r]
-    same = len(set(bests)) == 1
-    print(f"the same best configuration in every run: {same}")
+    agreed = agreement([(k, g, df) for k, g, _, df, _ in tables], n)
+    for kind, a in agreed.items():
+        ratios[kind].update(a)
+        print(f"{kind:10s} 1 GPU and {n} GPUs chose: the same best {a['same_best']}, the same "
+              f"within the timing noise {a['same_within_noise']}")
+    for kind, g, _, df, _ in tables:
+        print_ranking(f"{kind} {g} GPU(s)", df)
     slug = devices[0].lower().replace(" ", "-")
     os.makedirs(opts.out, exist_ok=True)
     record = {"benchmark": "sweep-gpus", "date": _dt.datetime.now(_dt.timezone.utc).isoformat(),
               "devices": devices, "gpus": n, "configurations": len(tables[0][3]),
               "repeats": opts.repeats, "compile_s": compile_s, "cache_lookup_s": lookup_s,
-              "summary": ratios, "same_best": same, "runs": records,
+              "summary": ratios, "runs": records,
               "all_ok": all(r.get("all_ok", True) for r in records), "versions": versions()}
     with open(os.path.join(opts.out, f"sweep-gpus-{slug}.json"), "w") as f:
         json.dump(record, f, indent=1)
