@@ -13,16 +13,20 @@ cache). Then, each with the same start on the one-GPU and the N-GPU side:
   orders 1,N and N,1; with ``--first-in-session`` also once per side with the fork server
   stopped first, so that its start (the imports) is timed too;
   with ``--no-warm-up`` also the same with ``GPUPool.start`` a no-op (each worker pays its
-  one-time costs in its first rows, as before the warm-up existed); with ``--uncompiled`` also the same with an empty compile cache (a kernel never compiled:
-  the compiles are timed too, and the workers warm up while they run);
+  one-time costs in its first rows, as before the warm-up existed); with ``--uncompiled`` also
+  the same with an empty compile cache (a kernel never compiled: the compiles are timed too,
+  and the workers warm up while they run);
 - warm: a pool kept open: its warm-up (``GPUPool.warm``) timed apart, then its first sweep and a
   second one (the steady state of a notebook that keeps its pool).
 
-Records every run's wall time, best configuration per size, each worker's warm-up steps and
-its own time per row (``worker_s``). Prints a table and writes ``sweep-gpus-<device>.{json,csv}``
+Records every run's wall time, best configuration per size with its ties (``ranking``: within
+the run's own timing noise), whether the 1- and N-GPU runs chose the same, each worker's
+warm-up steps and its own time per row (``worker_s``). Prints a table and writes ``sweep-gpus-<device>.{json,csv}``
 with the devices and the date.
 
-    python benchmarks/bench_sweep_gpus.py [--out DIR] [--repeats 50]
+    python benchmarks/bench_sweep_gpus.py [--out DIR] [--repeats 50] [--first-in-session]
+        [--no-warm-up] [--uncompiled]
+    python benchmarks/bench_sweep_gpus.py --analyse results/sweep-gpus-nvidia-h200.csv
 """
 from __future__ import annotations
 

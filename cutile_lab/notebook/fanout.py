@@ -6,7 +6,9 @@ an exception) and the worker-side run of one (``run_config`` in this process;
 its source text, the launch's arguments made by the user's ``make_args`` *on the worker*, the
 configuration timed on that worker's GPU — or run on the simulator where it has none — and the
 optional baseline timed on the very same GPU), the two kinds of runner that carry those runs
-(``GPUPool``: one spawned process per local GPU, pinned with ``CUDA_VISIBLE_DEVICES``; a
+(``GPUPool``: one process per local GPU, pinned with ``CUDA_VISIBLE_DEVICES``, forked from a
+per-session fork server that imported the lab and PyTorch once (spawned where the platform has
+no fork server), each warmed up -- ``warm_up`` -- before its first configuration; a
 ``distributed.Client``: each worker runs what the scheduler gives it), and the fault rules:
 
 - a worker process that dies is replaced and its configuration tried once more (Dask does this
@@ -385,6 +387,9 @@ class GPUPool:
     configuration at a time. ``GPUPool()`` takes every GPU; ``GPUPool([0, 2])`` some;
     ``GPUPool(2)`` the first two. Use it as ``sweep(..., gpus=pool)`` (or ``gpus="all"`` for a
     pool made and closed by the sweep); close it with ``shutdown()`` or a ``with`` block.
+
+    Its workers start on the first ``start``/``warm``/``submit`` (a sweep calls ``start``
+    before it compiles) and warm up once (``warm_up``); a pool kept open pays that once.
 
     ``allow_simulator=True`` lets a pool be made where there is no GPU (each worker then runs
     the simulator): for tests of the dispatch and fault handling on a CPU-only machine.
