@@ -63,10 +63,14 @@ choices = dict(B=[32, 64, 128, 256], n=[100, 777, 2048, 5000])
 # %% [markdown]
 # ## A local Dask cluster
 #
-# Two worker processes on this machine. On a machine with GPUs, `dask_cuda.LocalCUDACluster()`
-# (`pip install dask-cuda`) starts one worker per GPU instead; to use an existing cluster, give
-# `Client` its scheduler's address (`Client("tcp://scheduler:8786")`). Install the optional
-# dependencies with `pip install "cutile-lab[dask]"`.
+# Two worker processes on this machine. A plain `LocalCluster` pins nothing: on a machine with
+# GPUs **all its workers use GPU 0** (each sees every GPU and takes the first), so their timings
+# queue on one GPU and disturb each other. For one worker per GPU, start
+# `dask_cuda.LocalCUDACluster()` (`pip install dask-cuda`: it gives each worker its own
+# `CUDA_VISIBLE_DEVICES` and one thread), or skip Dask and use the lab's own `gpus="all"` (below).
+# To use an existing cluster, give `Client` its scheduler's address
+# (`Client("tcp://scheduler:8786")`). Install the optional dependencies with
+# `pip install "cutile-lab[dask]"`.
 
 # %%
 from distributed import Client, LocalCluster
@@ -93,9 +97,15 @@ table[same].equals(local[same]), sorted(set(table["worker"]) - {None}).__len__()
 # %% [markdown]
 # ## Every GPU of this host
 #
-# `gpus="all"` makes a pool with one worker process per GPU (or pass a `GPUPool` you keep open
-# across sweeps). Each configuration is timed on one GPU; a `baseline` is timed on the same GPU, so
-# `speedup` compares like with like even when the GPUs differ. Without a GPU this cell says so.
+# `gpus="all"` makes a pool with one worker process per GPU, each pinned to its GPU. Each worker
+# starts and warms up (its GPU context, PyTorch's CUDA start and cuBLAS when `make_args` or
+# `baseline` use them) while the configurations compile, and takes its first configuration as
+# soon as it is ready. Workers fork from a server that imports the lab and PyTorch once per
+# session (a few seconds, in the first pool only); after that a worker starts in about 0.6 s
+# (measured on H200s, most of it its CUDA context). To pay even that once for many sweeps, keep a
+# pool open (`pool = GPUPool()`, then `sweep(..., gpus=pool)`; `pool.shutdown()` at the end).
+# Each configuration is timed on one GPU; a `baseline` is timed on the same GPU, so `speedup`
+# compares like with like even when the GPUs differ. Without a GPU this cell says so.
 
 # %% tags=["nbval-ignore-output"]
 from cutile_lab.notebook.fanout import local_gpu_count

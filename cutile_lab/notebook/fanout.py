@@ -6,7 +6,9 @@ an exception) and the worker-side run of one (``run_config`` in this process;
 its source text, the launch's arguments made by the user's ``make_args`` *on the worker*, the
 configuration timed on that worker's GPU — or run on the simulator where it has none — and the
 optional baseline timed on the very same GPU), the two kinds of runner that carry those runs
-(``GPUPool``: one spawned process per local GPU, pinned with ``CUDA_VISIBLE_DEVICES``; a
+(``GPUPool``: one process per local GPU, pinned with ``CUDA_VISIBLE_DEVICES``, forked from a
+per-session fork server that imported the lab and PyTorch once (spawned where the platform has
+no fork server), each warmed up -- ``warm_up`` -- before its first configuration; a
 ``distributed.Client``: each worker runs what the scheduler gives it), and the fault rules:
 
 - a worker process that dies is replaced and its configuration tried once more (Dask does this
@@ -94,10 +96,70 @@ def where() -> dict:
             "worker": f"{socket.gethostname()}:{os.getpid()}"}
 
 
-def _where_quietly() -> dict:
+def uses_torch(payload: bytes) -> bool:
+    """Whether the user's callables use PyTorch: they name it (a global, or an ``import torch``
+    inside one: cloudpickle carries the names their code reads), or this process has imported
+    it (callables pickled by reference, from a module, carry no code). Only decides what a
+    warm-up prepares: a wrong guess costs time, never a result."""
+    return b"torch" in payload or "torch" in sys.modules
+
+
+def warm_up(spec: KernelSpec | None = None, torch: bool | None = None) -> dict:
+    """Pay this worker's one-time costs now, before its first configuration: the lab's imports,
+    the GPU context, the toolchain probe, the kernel rebuilt from ``spec``, and -- with
+    ``torch`` (default: where PyTorch is installed) -- PyTorch's import, CUDA start and cuBLAS
+    handle (imported on a second thread while the context is made). Returns the worker's place
+    and the seconds each step took (``warm_s``: all of it); a failing step is ``error``, never
+    an exception: the configurations then pay, or report, it themselves."""
+    import importlib.util
+    import threading
     from cutile_lab.runtime.backend import silence_announcement
+    started = time.perf_counter()
     silence_announcement()
-    return where()
+    if torch is None:
+        torch = importlib.util.find_spec("torch") is not None
+    steps: dict[str, Any] = {}
+    box: dict[str, Any] = {}
+
+    def import_torch() -> None:
+        t = time.perf_counter()
+        try:
+            import torch as module
+            box["torch"] = module
+        except Exception as e:
+            box["error"] = f"import torch: {type(e).__name__}: {e}"
+        steps["torch_import_s"] = time.perf_counter() - t
+    thread = threading.Thread(target=import_torch, daemon=True) if torch else None
+    if thread is not None:
+        thread.start()
+    out: dict[str, Any] = {}
+    try:
+        t = time.perf_counter()
+        out.update(where())                # makes the GPU context (or finds the simulator)
+        steps["context_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        from cutile_lab.compiling.toolchain import toolchain_or_none
+        import cutile_lab.runtime.launch  # noqa: F401  (the launch path's imports)
+        toolchain_or_none()
+        if spec is not None:
+            _kernel(spec).check()
+        steps["lab_s"] = time.perf_counter() - t
+        if thread is not None:
+            thread.join()
+            if "error" in box:
+                out["error"] = box["error"]
+            elif out["gpu"] is not None:
+                t = time.perf_counter()
+                tm = box["torch"]
+                tm.cuda.current_blas_handle()                   # CUDA start + cuBLAS handle
+                a = tm.randn(256, 256, device="cuda", dtype=tm.float16)
+                (a @ a).sum().item()                            # cuBLAS's first GEMM
+                steps["torch_cuda_s"] = time.perf_counter() - t
+    except Exception as e:
+        out["error"] = getattr(e, "message", None) or f"{type(e).__name__}: {e}"
+    out.update(steps)
+    out["warm_s"] = time.perf_counter() - started
+    return out
 
 
 def _context_lost() -> bool:
@@ -281,10 +343,30 @@ def spawnable_main():
 
 # --- runners ------------------------------------------------------------------------------------
 
-def _pin(index) -> None:
-    """Worker initializer: this process sees only GPU ``index`` (before CUDA is touched)."""
+def _pin(index, env: Mapping[str, str] | None = None) -> None:
+    """Worker initializer: this process has the pool owner's environment ``env`` (a forked
+    worker starts with its fork server's) and sees only GPU ``index`` (before CUDA is
+    touched)."""
+    if env is not None:
+        os.environ.clear()
+        os.environ.update(env)
     os.environ["CUDA_VISIBLE_DEVICES"] = str(index)
     os.environ[POOL_GPU_ENV] = str(index)
+
+
+def _worker_context(torch: bool):
+    """How a pool's worker processes start. Where the platform has it (Linux), from a fork
+    server: one process per session that imports the lab -- and PyTorch, where ``torch`` says
+    the sweep uses it -- once; every later worker is a fork of it (no CUDA in it yet, so each
+    makes its own context) and starts without those imports. The server's imports are fixed when
+    it starts. Elsewhere, spawned: each worker imports everything itself."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    import importlib.util
+    preload = [__name__] + (["torch"] if torch and importlib.util.find_spec("torch") else [])
+    ctx.set_forkserver_preload(preload)
+    return ctx
 
 
 def local_gpu_count() -> int:
@@ -305,6 +387,9 @@ class GPUPool:
     configuration at a time. ``GPUPool()`` takes every GPU; ``GPUPool([0, 2])`` some;
     ``GPUPool(2)`` the first two. Use it as ``sweep(..., gpus=pool)`` (or ``gpus="all"`` for a
     pool made and closed by the sweep); close it with ``shutdown()`` or a ``with`` block.
+
+    Its workers start on the first ``start``/``warm``/``submit`` (a sweep calls ``start``
+    before it compiles) and warm up once (``warm_up``); a pool kept open pays that once.
 
     ``allow_simulator=True`` lets a pool be made where there is no GPU (each worker then runs
     the simulator): for tests of the dispatch and fault handling on a CPU-only machine.
@@ -332,37 +417,65 @@ class GPUPool:
                                   "run on a machine with NVIDIA GPUs")
         self.gpus = indices
         self._pools: dict[int, ProcessPoolExecutor] = {}
+        self._warming: dict[int, Future] = {}
+        self._torch = "torch" in sys.modules
         self.restarts = 0
 
     def _pool(self, slot: int) -> ProcessPoolExecutor:
         p = self._pools.get(slot)
+        if p is not None and getattr(p, "_broken", False):     # its worker died (in a warm-up)
+            self.restart(slot)
+            p = None
         if p is None:
-            p = ProcessPoolExecutor(max_workers=1,
-                                    mp_context=multiprocessing.get_context("spawn"),
-                                    initializer=_pin, initargs=(self.gpus[slot],))
+            p = ProcessPoolExecutor(max_workers=1, mp_context=_worker_context(self._torch),
+                                    initializer=_pin, initargs=(self.gpus[slot],
+                                                                dict(os.environ)))
             self._pools[slot] = p
         return p
 
     def submit(self, slot: int, fn: Callable, *args) -> Future:
-        return self._pool(slot).submit(fn, *args)
+        with spawnable_main():             # a worker process starts on its first task
+            return self._pool(slot).submit(fn, *args)
 
     def restart(self, slot: int) -> None:
         """Replace the worker of ``slot`` (it died, or its GPU context is unusable)."""
         p = self._pools.pop(slot, None)
+        self._warming.pop(slot, None)
         if p is not None:
             p.shutdown(wait=False, cancel_futures=True)
         self.restarts += 1
 
-    def warm(self) -> None:
-        """Start every worker now (spawn, import, make its GPU context), so that a timed sweep
-        does not pay for it."""
-        for f in [self.submit(s, _where_quietly) for s in range(len(self.gpus))]:
-            f.result()
+    def start(self, spec: KernelSpec | None = None, payload: bytes | None = None) -> None:
+        """Start every worker and its ``warm_up`` now, without waiting: a sweep calls this
+        before its compiles, so the workers' one-time costs (process, imports, GPU context,
+        PyTorch and cuBLAS where ``payload`` uses them) overlap them, and each worker takes its
+        first configuration as soon as its own warm-up is done. A worker warms once; a pool
+        kept open across sweeps pays it once."""
+        torch = None if payload is None else uses_torch(payload)
+        self._torch = self._torch or bool(torch)
+        for slot in range(len(self.gpus)):
+            if slot not in self._warming:
+                self._warming[slot] = self.submit(slot, warm_up, spec, torch)
+
+    def warm(self, spec: KernelSpec | None = None, payload: bytes | None = None) -> None:
+        """``start`` and wait until every worker is warm (a pool made before timed sweeps)."""
+        self.start(spec, payload)
+        wait(list(self._warming.values()))
+
+    @property
+    def warmups(self) -> dict[int, dict]:
+        """Each warmed worker's ``warm_up`` record, by GPU index."""
+        out = {}
+        for slot, f in self._warming.items():
+            if f.done() and not f.cancelled() and f.exception() is None:
+                out[self.gpus[slot]] = f.result()
+        return out
 
     def shutdown(self) -> None:
         for p in self._pools.values():
             p.shutdown(wait=True)
         self._pools.clear()
+        self._warming.clear()
 
     def __enter__(self) -> "GPUPool":
         return self

@@ -139,7 +139,8 @@ def sweep(kernel, make_args: Callable | None = None, executor=None, progress: bo
 
     Where configurations run: in this process by default; on every GPU of this host with
     ``gpus="all"`` (or a count, a list of indices, or a ``GPUPool``), one configuration per GPU
-    at a time; on the workers of a Dask cluster when ``executor`` is a ``Client`` (each worker
+    at a time (the pool's workers start and warm up while the configurations compile; a
+    ``GPUPool`` kept open across sweeps warms once); on the workers of a Dask cluster when ``executor`` is a ``Client`` (each worker
     on its own GPU, or on the simulator where it has none). ``make_args``, ``check`` and
     ``baseline`` then run on the worker (closures travel with cloudpickle). ``baseline(**config)``
     returns a function that enqueues the same work another way (``lambda: torch.add(x, y)``);
@@ -159,11 +160,16 @@ def sweep(kernel, make_args: Callable | None = None, executor=None, progress: bo
     runner = fanout.runner_for(executor, gpus) if make_args is not None else None
     own_runner = runner is not None and runner is not gpus and runner is not executor
     try:
+        if runner is not None:
+            spec = fanout.KernelSpec.of(kernel, _simple_globals(kernel))
+            payload = fanout.pack(make_args, check, baseline)
+            if isinstance(runner, fanout.GPUPool):
+                runner.start(spec, payload)     # the workers warm up while the compiles run
         compiled = _compile_all(kernel, configs, arch, fanout.compile_executor(executor),
                                 progress, use_cache)
         rows = _compiled_rows(kernel, configs, compiled)
         todo = [i for i, r in enumerate(rows) if r["ok"] and make_args is not None]
-        run = _run_here if runner is None else _run_on(runner)
+        run = _run_here if runner is None else _run_on(runner, spec, payload)
         run(kernel, make_args, configs, rows, todo, progress=progress, repeats=repeats,
             warmup=warmup, record=record, check=check, baseline=baseline)
     finally:
@@ -196,15 +202,13 @@ def _table(df, choices: list[str]):
     return df
 
 
-def _run_on(runner) -> Callable:
+def _run_on(runner, spec: fanout.KernelSpec, payload: bytes) -> Callable:
     """Run the configurations on ``runner`` (a ``GPUPool`` or a Dask client): the user's
-    callables travel to the workers, each result is folded in as it arrives."""
+    callables (``payload``) travel to the workers, each result is folded in as it arrives."""
     def run(kernel, make_args, configs, rows, todo, *, progress, repeats, warmup, record,
             check, baseline) -> None:
         from cutile_lab.performance import MEASUREMENTS
         order = _largest_first(todo, configs, set(kernel.const_generics))
-        spec = fanout.KernelSpec.of(kernel, _simple_globals(kernel))
-        payload = fanout.pack(make_args, check, baseline)
         with progress_bar(len(todo), f"running {kernel.name} on {_runner_name(runner)}",
                           progress) as bar:
             def done(j: int, result: dict) -> None:

@@ -15,10 +15,10 @@ from cutile_lab.performance.counting import (FlopByteCount, count_elementwise, c
 from cutile_lab.performance.measurement import (MEASUREMENTS, EventPair, Measurement,
                                                 Measurements, Timing, median, time_events,
                                                 time_host)
-from cutile_lab.performance.peaks import PEAKS, PRECISIONS, DevicePeaks, lookup_device
+from cutile_lab.performance.peaks import (PEAKS, PRECISIONS, DevicePeaks, attainable_flops,
+                                         lookup_device, percent_of_roof)
 
-_ROOFLINE = ("roofline_figure", "bandwidth_figure", "percent_of_roof", "attainable_flops",
-             "figure_png")
+_ROOFLINE = ("roofline_figure", "bandwidth_figure", "figure_png")
 
 
 def __getattr__(name: str):
@@ -32,4 +32,4 @@ __all__ = ["COPY_BW", "cache_dir", "clear_ceilings", "gemm_ceiling_name", "load_
            "load_ceilings", "save_ceiling", "FlopByteCount", "count_elementwise", "count_gemm",
            "count_rowwise", "MEASUREMENTS", "EventPair", "Measurement", "Measurements", "Timing",
            "median", "time_events", "time_host", "PEAKS", "PRECISIONS", "DevicePeaks",
-           "lookup_device", *_ROOFLINE]
+           "lookup_device", "percent_of_roof", "attainable_flops", *_ROOFLINE]

@@ -2,8 +2,10 @@
 
 Owns: ``DevicePeaks`` (memory bandwidth, dense compute rates per precision, SM count, boost
 clock, and the document each figure comes from), the ``PEAKS`` table and ``lookup_device``.
-It holds published numbers only: measured ceilings live in ``performance.ceilings``; talking to
-a device (to learn its name) belongs to ``cutile_lab.runtime``.
+Also the roof arithmetic (``attainable_flops``, ``percent_of_roof``) that timing rows and the
+roofline figures share. It holds published numbers only: measured ceilings live in
+``performance.ceilings``; talking to a device (to learn its name) belongs to
+``cutile_lab.runtime``.
 
 Conventions:
 
@@ -278,3 +280,37 @@ def lookup_device(name: str) -> DevicePeaks | None:
         if re.fullmatch(pattern, s):
             return PEAKS[key]
     return None
+
+
+# --- the roof a measurement is judged against (arithmetic only: no matplotlib) ------------------
+
+def roof_precision(precision: str) -> str | None:
+    """The precision whose roof a measurement in ``precision`` is judged against (None: unknown)."""
+    try:
+        p = canonical_precision(precision)
+    except ValueError:
+        return None
+    return "f64" if p == "f64_tensor" else p
+
+
+def attainable_flops(intensity: float, mem_bw: float, peak: float | None) -> float:
+    """The roof at ``intensity`` (flop/byte): ``min(peak, intensity * mem_bw)``."""
+    mem_roof = intensity * mem_bw
+    return mem_roof if peak is None else min(peak, mem_roof)
+
+
+def percent_of_roof(measurement, peaks: DevicePeaks | None) -> float | None:
+    """How close ``measurement`` comes to the datasheet roof at its own intensity, in percent.
+
+    The roof is ``min(peak_flops(precision), intensity * mem_bw)``. Where the memory roof is
+    the lower one this equals achieved / datasheet bandwidth, so kernels without flops (copies)
+    get a meaningful figure too. None without peaks or without counted work; a precision the device has no rate for is
+    judged against the memory roof alone.
+    """
+    if peaks is None or measurement.seconds <= 0 or not (measurement.bytes or measurement.flops):
+        return None
+    p = roof_precision(measurement.precision)
+    peak = peaks.peak_flops(p) if p else None
+    if peak is None or measurement.intensity * peaks.mem_bw <= peak:
+        return 100.0 * measurement.bandwidth / peaks.mem_bw
+    return 100.0 * measurement.flop_rate / peak

@@ -1,8 +1,9 @@
 """Roofline and bandwidth figures (matplotlib) and the percent-of-roof arithmetic behind them.
 
-Owns: ``roofline_figure``, ``bandwidth_figure``, ``percent_of_roof``, ``attainable_flops`` and
-``figure_png``. Figures are built as ``matplotlib.figure.Figure`` objects — never through
-``pyplot`` — so they render under any backend (Agg in tests and terminals) and leave no global
+Owns: ``roofline_figure``, ``bandwidth_figure`` and ``figure_png``; the percent-of-roof
+arithmetic they draw (``percent_of_roof``, ``attainable_flops``) is ``performance.peaks``'s, so
+that a timing row needs no matplotlib. Figures are built as ``matplotlib.figure.Figure``
+objects — never through ``pyplot`` — so they render under any backend (Agg in tests and terminals) and leave no global
 state behind. Measuring belongs to ``performance.measurement``; showing a figure in a notebook
 to ``cutile_lab.notebook``.
 
@@ -23,7 +24,9 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from cutile_lab.performance.ceilings import COPY_BW
 from cutile_lab.performance.measurement import Measurement
-from cutile_lab.performance.peaks import PRECISIONS, DevicePeaks, canonical_precision
+from cutile_lab.performance.peaks import (PRECISIONS, DevicePeaks, attainable_flops,  # noqa: F401
+                                         percent_of_roof)
+from cutile_lab.performance.peaks import roof_precision as _canon
 
 _T = 1e12
 _COLORS = {"f64": "tab:purple", "f32": "tab:blue", "tf32": "tab:cyan", "bf16": "tab:orange",
@@ -32,42 +35,11 @@ _OTHER = "tab:gray"
 _TENSOR_ONLY = ("tf32", "f16", "bf16", "fp8")  # rates that only tensor cores reach
 
 
-def _canon(precision: str) -> str | None:
-    try:
-        p = canonical_precision(precision)
-    except ValueError:
-        return None
-    return "f64" if p == "f64_tensor" else p
-
-
 def _group_label(names: Sequence[str]) -> str:
     """['f16', 'bf16'] → 'f16 / bf16 tensor'; ['f64', 'f32'] → 'f64 tensor / f32'."""
     if all(n in _TENSOR_ONLY for n in names):
         return " / ".join(names) + " tensor"
     return " / ".join(n + (" tensor" if n in _TENSOR_ONLY or n == "f64" else "") for n in names)
-
-
-def attainable_flops(intensity: float, mem_bw: float, peak: float | None) -> float:
-    """The roof at ``intensity`` (flop/byte): ``min(peak, intensity * mem_bw)``."""
-    mem_roof = intensity * mem_bw
-    return mem_roof if peak is None else min(peak, mem_roof)
-
-
-def percent_of_roof(measurement: Measurement, peaks: DevicePeaks | None) -> float | None:
-    """How close ``measurement`` comes to the datasheet roof at its own intensity, in percent.
-
-    The roof is ``min(peak_flops(precision), intensity * mem_bw)``. Where the memory roof is
-    the lower one this equals achieved / datasheet bandwidth, so kernels without flops (copies)
-    get a meaningful figure too. None without peaks or without counted work; a precision the device has no rate for is
-    judged against the memory roof alone.
-    """
-    if peaks is None or measurement.seconds <= 0 or not (measurement.bytes or measurement.flops):
-        return None
-    p = _canon(measurement.precision)
-    peak = peaks.peak_flops(p) if p else None
-    if peak is None or measurement.intensity * peaks.mem_bw <= peak:
-        return 100.0 * measurement.bandwidth / peaks.mem_bw
-    return 100.0 * measurement.flop_rate / peak
 
 
 def figure_png(fig: Figure, dpi: int = 110) -> bytes:

@@ -86,6 +86,31 @@ def test_gpu_pool_sweep_equals_local_and_survives_a_dead_worker(add, sim_only, t
     _same_table(local, spread)
 
 
+def test_a_pool_warms_its_workers_while_the_configurations_compile(add, sim_only, monkeypatch):
+    from cutile_lab.notebook import tuning
+    compile_all, warming = tuning._compile_all, []
+
+    def watched(*args, **kwargs):          # what the pool is doing when the compiles start
+        warming.append(len(pool._warming))
+        return compile_all(*args, **kwargs)
+    monkeypatch.setattr(tuning, "_compile_all", watched)
+    make_args, check = _make()
+    choices = dict(B=[64, 128], n=[300, int(np.random.default_rng().integers(400, 900))])
+    with GPUPool([0, 1], allow_simulator=True) as pool:
+        first = sweep(add, make_args, progress=False, check=check, gpus=pool, **choices)
+        warm = pool.warmups
+        again = sweep(add, make_args, progress=False, check=check, gpus=pool, **choices)
+        assert pool.warmups == warm                   # a kept pool warms once
+    assert warming == [2, 2]
+    assert set(warm) == {0, 1}
+    for w in warm.values():
+        assert "error" not in w and w["device"] == "simulator" and w["warm_s"] > 0
+    # every configuration ran on a warmed worker, the second sweep on the same ones
+    workers = {w["worker"] for w in warm.values()}
+    assert set(first["worker"]) <= workers and set(again["worker"]) <= workers
+    assert first["ok"].all() and again["ok"].all()
+
+
 def test_gpu_pool_reports_a_configuration_that_kills_every_worker(add, sim_only):
     def make_args(B, n):
         if B == 128:
@@ -150,9 +175,17 @@ def test_gpu_pool_times_on_each_gpu_with_its_baseline(add):
         zp, x, y = result
         return torch.allclose(torch.as_tensor(zp.unpartition()), torch.as_tensor(x)
                               + torch.as_tensor(y))
-    df = sweep(add, make_args, progress=False, check=check, baseline=baseline, gpus="all",
-               repeats=5, B=[256, 512], n=[1 << 20, 1 << 22])
+    with GPUPool("all") as pool:
+        df = sweep(add, make_args, progress=False, check=check, baseline=baseline, gpus=pool,
+                   repeats=5, B=[256, 512], n=[1 << 20, 1 << 22])
+        warm = pool.warmups
     assert df["ok"].all(), df.get("error")
+    # each worker warmed up (GPU context, PyTorch and cuBLAS: make_args names torch) before
+    # its first configuration, and ran its configurations
+    assert set(warm) == set(range(n_gpus))
+    for g, w in warm.items():
+        assert "error" not in w and w["gpu"] == g and w["torch_cuda_s"] > 0, w
+    assert set(df["worker"]) <= {w["worker"] for w in warm.values()}
     assert set(df["gpu"]) <= set(range(n_gpus))
     assert (df["median_us"] > 0).all() and (df["baseline_us"] > 0).all()
     assert (df["speedup"] > 0).all() and df["device"].str.len().min() > 0
