@@ -184,33 +184,55 @@ def sweep_tiles(model, stream, deadline: float) -> tuple[dict, list[dict]]:
 
 
 # --explore: what each knob does on the device, one line per try (benchmarks/NOTES.md keeps
-# what was learnt). GEMV entries are (BM, BK, occupancy, latency hint of the weight loads).
-EXPLORE_GEMV = {
-    "qkv": [(16, 512, 2), (8, 512, 4), (8, 1024, 4)],
-    "o": [(16, 512, 2), (32, 256, 1)],
-    "down": [(16, 512, 2), (8, 512, 4)],
-    "gate_up": [(16, 256, 2), (8, 512, 4), (8, 256, 4)],
-    "lm_head": [(16, 512, 2), (8, 512, 4)],
-}
+# what was learnt). Attention: (chunk, rows of the tensor-core product, MQ); GEMV entries are
+# (BM, BK, occupancy).
+EXPLORE_ATTENTION = [(64, 16), (64, 4), (128, 16), (256, 16), (32, 16)]
+EXPLORE_GEMV: dict = {}
+
+
+def launch_floor(stream, launches: int = 219) -> dict:
+    """Microseconds per launch of a graph of ``launches`` dependent launches of a kernel that
+    copies one (1, 64) tile per instance, with 1 and with 264 instances: what a kernel boundary
+    costs inside the step's graph before any bytes move."""
+    import cutile_lab as cl
+    from cutile_lab.kernels import decode as D
+    copy = D.COPY.kernel(dt="f32")
+    out = {}
+    for rows in (1, 264):
+        a, b = cl.zeros((rows, 64), "f32").sync(), cl.zeros((rows, 64), "f32").sync()
+        g = cl.graph(lambda: cl.zip(*[copy(b.partition_mut((1, 64)), a)
+                                      for _ in range(launches)]))
+        t = median(times(lambda: g.launch(1, stream), stream, warmup=2, repeats=10))
+        out[f"us_per_launch_{rows}_instances"] = 1e6 * t / launches
+    return out
 
 
 def explore(model, args, stream, deadline: float) -> list[dict]:
-    """Attention chunk sizes (the step and its attention kernels) and GEMV tiles and hints,
-    each timed alone; stops trying at ``deadline``."""
+    """The launch floor, attention chunk sizes and tensor-core rows (the step and its attention
+    kernels), GEMV tiles and hints, each timed alone; stops trying at ``deadline``."""
     rows = []
-    for ch in (64, 128):
+    try:
+        r = {"what": "launch_floor", **launch_floor(stream)}
+    except Exception as e:
+        r = {"what": "launch_floor", "error": f"{type(e).__name__}: {e}"}
+    print(r, flush=True)
+    rows.append(r)
+    for ch, mq in EXPLORE_ATTENTION:
         if time.perf_counter() > deadline:
             break
         try:
-            v = model.variant(chunk=ch)
+            v = model.variant(chunk=ch, attn_rows=mq)
             r = time_lab(v, args.context, args.steps, stream)
-            r.update(what="chunk", chunk=ch, attention_us=1e6 * kind_seconds(v, "attention",
-                     stream), combine_us=1e6 * kind_seconds(v, "combine", stream),
-                     unsafe_attention_us=1e6 * kind_seconds(v.variant(unsafe_append=True),
-                                                            "attention", stream))
+            r.update(what="attention", chunk=ch, rows=mq,
+                     attention_us=1e6 * kind_seconds(v, "attention", stream),
+                     combine_us=1e6 * kind_seconds(v, "combine", stream))
+            if ch == 64 and mq == 16:
+                r["unsafe_attention_us"] = 1e6 * kind_seconds(
+                    v.variant(unsafe_append=True), "attention", stream)
             del v
         except Exception as e:
-            r = {"what": "chunk", "chunk": ch, "error": f"{type(e).__name__}: {e}"}
+            r = {"what": "attention", "chunk": ch, "rows": mq,
+                 "error": f"{type(e).__name__}: {e}"[:600]}
         print(r, flush=True)
         rows.append(r)
     for which, cands in EXPLORE_GEMV.items():
@@ -223,7 +245,7 @@ def explore(model, args, stream, deadline: float) -> list[dict]:
                 r = {"what": kind, "tile": cand, "us": 1e6 * kind_seconds(v, kind, stream)}
                 del v
             except Exception as e:
-                r = {"what": kind, "tile": cand, "error": f"{type(e).__name__}: {e}"}
+                r = {"what": kind, "tile": cand, "error": f"{type(e).__name__}: {e}"[:600]}
             print(r, flush=True)
             rows.append(r)
     return rows

@@ -156,7 +156,7 @@ def attention_decode_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]], vc: Mut[Tensor[{dt}
                           qn: Tensor[{dt}, "?, ?"], kn: Tensor[{dt}, "?, ?"],
                           cos: Tensor[f32, "?, ?"], sin: Tensor[f32, "?, ?"],
                           pos: Tensor[i32, "?, ?"], kv_heads: i32, eps: f32, qk_scale: f32,
-                          HD: Const[int] = 64):
+                          HD: Const[int] = 64, MQ: Const[int] = 16):
     bg = tile_id(0)
     blk = tile_id(1)
     b = bg // kv_heads
@@ -175,7 +175,7 @@ def attention_decode_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]], vc: Mut[Tensor[{dt}
     q1 = sum(where(first, tq, 0.0), axis=1, keepdims=True)
     q2 = sum(where(first, 0.0, tq), axis=1, keepdims=True)
     tq = tq * cs + where(first, 0.0 - q2, q1) * sn
-    q = reshape(tq.astype({dt}).astype(f32), (G, 1, D))
+    q = reshape(tq.astype({dt}).astype(f32), (1, G, D))
     tk = load_tile(qkv, (row0 + kv_heads * G + g, 0, 0), (1, 2, HD)).astype(f32)
     rk = rsqrt(sum(sum(tk * tk, axis=2, keepdims=True), axis=1, keepdims=True) / D + eps)
     wk = reshape(load_tile(kn, (0, 0), (2, HD)), (1, 2, HD)).astype(f32)
@@ -191,13 +191,19 @@ def attention_decode_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]], vc: Mut[Tensor[{dt}
     vb = where(at == p, vnew, vold)
     kc.store(kb)
     vc.store(vb)
+    lead = reshape(arange(MQ // G, dtype=i32), (MQ // G, 1, 1)) == 0
+    qm = reshape(where(lead, q, 0.0).astype({dt}), (MQ, D))
+    s = mma(qm, transpose(reshape(kb, (CH, D))), full((MQ, CH), 0.0, dtype=f32))
     valid = reshape(arange(CH, dtype=i32), (1, CH)) + blk * CH <= p
-    s = where(valid, sum(q * kb.astype(f32), axis=2), -1.0e30)
+    s = where(valid, s, -1.0e30)
     m = max(s, axis=1, keepdims=True)
     pr = where(valid, exp2((s - m) * qk_scale), 0.0)
-    part.store(reshape(sum(reshape(pr, (G, CH, 1)) * vb.astype(f32), axis=1), (1, G, D)))
-    mx.store(reshape(m * qk_scale, (1, G, 1)))
-    sm.store(reshape(sum(pr, axis=1, keepdims=True), (1, G, 1)))
+    o = mma(pr.astype({dt}), reshape(vb, (CH, D)), full((MQ, D), 0.0, dtype=f32))
+    part.store(reshape(sum(where(lead, reshape(o, (MQ // G, G, D)), 0.0), axis=0), (1, G, D)))
+    mx.store(reshape(sum(where(lead, reshape(m * qk_scale, (MQ // G, G, 1)), 0.0), axis=0),
+                     (1, G, 1)))
+    sm.store(reshape(sum(where(lead, reshape(sum(pr, axis=1, keepdims=True), (MQ // G, G, 1)),
+                               0.0), axis=0), (1, G, 1)))
 ''')
 
 ATTENTION_DECODE_UNSAFE = template('''
@@ -210,7 +216,7 @@ def attention_decode_unsafe_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]],
                                  qn: Tensor[{dt}, "?, ?"], kn: Tensor[{dt}, "?, ?"],
                                  cos: Tensor[f32, "?, ?"], sin: Tensor[f32, "?, ?"],
                                  pos: Tensor[i32, "?, ?"], kv_heads: i32, eps: f32,
-                                 qk_scale: f32, HD: Const[int] = 64):
+                                 qk_scale: f32, HD: Const[int] = 64, MQ: Const[int] = 16):
     bg = tile_id(0)
     blk = tile_id(1)
     b = bg // kv_heads
@@ -229,7 +235,7 @@ def attention_decode_unsafe_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]],
     q1 = sum(where(first, tq, 0.0), axis=1, keepdims=True)
     q2 = sum(where(first, 0.0, tq), axis=1, keepdims=True)
     tq = tq * cs + where(first, 0.0 - q2, q1) * sn
-    q = reshape(tq.astype({dt}).astype(f32), (G, 1, D))
+    q = reshape(tq.astype({dt}).astype(f32), (1, G, D))
     tk = load_tile(qkv, (row0 + kv_heads * G + g, 0, 0), (1, 2, HD)).astype(f32)
     rk = rsqrt(sum(sum(tk * tk, axis=2, keepdims=True), axis=1, keepdims=True) / D + eps)
     wk = reshape(load_tile(kn, (0, 0), (2, HD)), (1, 2, HD)).astype(f32)
@@ -255,13 +261,19 @@ def attention_decode_unsafe_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]],
         if p // CH == blk:
             store(kc, index=(bg, p, 0), tile=knew)
             store(vc, index=(bg, p, 0), tile=vnew)
+    lead = reshape(arange(MQ // G, dtype=i32), (MQ // G, 1, 1)) == 0
+    qm = reshape(where(lead, q, 0.0).astype({dt}), (MQ, D))
+    s = mma(qm, transpose(reshape(kb, (CH, D))), full((MQ, CH), 0.0, dtype=f32))
     valid = reshape(arange(CH, dtype=i32), (1, CH)) + blk * CH <= p
-    s = where(valid, sum(q * kb.astype(f32), axis=2), -1.0e30)
+    s = where(valid, s, -1.0e30)
     m = max(s, axis=1, keepdims=True)
     pr = where(valid, exp2((s - m) * qk_scale), 0.0)
-    part.store(reshape(sum(reshape(pr, (G, CH, 1)) * vb.astype(f32), axis=1), (1, G, D)))
-    mx.store(reshape(m * qk_scale, (1, G, 1)))
-    sm.store(reshape(sum(pr, axis=1, keepdims=True), (1, G, 1)))
+    o = mma(pr.astype({dt}), reshape(vb, (CH, D)), full((MQ, D), 0.0, dtype=f32))
+    part.store(reshape(sum(where(lead, reshape(o, (MQ // G, G, D)), 0.0), axis=0), (1, G, D)))
+    mx.store(reshape(sum(where(lead, reshape(m * qk_scale, (MQ // G, G, 1)), 0.0), axis=0),
+                     (1, G, 1)))
+    sm.store(reshape(sum(where(lead, reshape(sum(pr, axis=1, keepdims=True), (MQ // G, G, 1)),
+                               0.0), axis=0), (1, G, 1)))
 ''')
 
 ATTENTION_COMBINE = template('''

@@ -72,7 +72,8 @@ class Qwen3:
 
     def __init__(self, config: Qwen3Config, weights: dict, *, dtype: str = "bf16",
                  max_seq: int = 256, batch: int = 1, chunk: int = 64,
-                 unsafe_append: bool = False, tiles: dict | None = None):
+                 unsafe_append: bool = False, tiles: dict | None = None,
+                 attn_rows: int = 16):
         import cutile_lab.runtime as cl
         from cutile_lab.runtime.dtypes import as_dtype
         self.cl = cl
@@ -83,6 +84,7 @@ class Qwen3:
         self.max_seq = -(-max_seq // chunk) * chunk
         self.unsafe_append = unsafe_append
         self.tiles = dict(tiles or {})
+        self.attn_rows = attn_rows
         g = c.group
         if c.num_attention_heads % c.num_key_value_heads:
             raise LaunchError("num_attention_heads must be a multiple of num_key_value_heads")
@@ -103,9 +105,9 @@ class Qwen3:
         other = object.__new__(type(self))
         other.__dict__.update(self.__dict__)
         for k, v in options.items():
-            if k not in ("unsafe_append", "chunk", "tiles", "max_seq"):
-                raise LaunchError(f"variant() takes unsafe_append, chunk, tiles or max_seq, "
-                                  f"not {k}")
+            if k not in ("unsafe_append", "chunk", "tiles", "max_seq", "attn_rows"):
+                raise LaunchError(f"variant() takes unsafe_append, chunk, tiles, max_seq or "
+                                  f"attn_rows, not {k}")
             setattr(other, k, dict(v) if k == "tiles" else v)
         other.max_seq = -(-other.max_seq // other.chunk) * other.chunk
         other._alloc()
@@ -297,7 +299,8 @@ class Qwen3:
                 self.part.partition_mut((1, g, d)), self.mx.partition_mut((1, g, 1)),
                 self.sm.partition_mut((1, g, 1)), qkv3, w[p + "self_attn.q_norm.weight"]
                 .reshape(2, d // 2), w[p + "self_attn.k_norm.weight"].reshape(2, d // 2),
-                self.cos, self.sin, self.pos, kv, eps, qk_scale, HD=d // 2),
+                self.cos, self.sin, self.pos, kv, eps, qk_scale, HD=d // 2,
+                MQ=max(g, _pow2(self.attn_rows))),
             (kv_step if self.unsafe_append else 2 * kv_step)
             + self.part.nbytes + 2 * self.mx.nbytes, 2 * g * kv_step // it)
         add(f"L{n}.combine", combine,
