@@ -184,10 +184,18 @@ def sweep_tiles(model, stream, deadline: float) -> tuple[dict, list[dict]]:
 
 
 # --explore: what each knob does on the device, one line per try (benchmarks/NOTES.md keeps
-# what was learnt). Attention: (chunk, rows of the tensor-core product, MQ); GEMV entries are
-# (BM, BK, occupancy).
-EXPLORE_ATTENTION = [(64, 16), (64, 4), (128, 16), (256, 16), (32, 16)]
-EXPLORE_GEMV: dict = {}
+# what was learnt): model options (``Qwen3.variant``) and the kinds of launch timed alone.
+# GEMV tiles: the fastest of session 5's sweep on an H100 (BM, BK, occupancy).
+EXPLORE_TILES = {"qkv": (8, 512, 4), "o": (32, 256, 1), "gate_up": (8, 512, 2),
+                 "down": (16, 512, 2), "lm_head": (16, 512, 2)}
+ALL_KINDS = ("qkv", "attention", "combine", "o_proj", "gate_up", "down")
+EXPLORE = [
+    ("tma small loads", {}, ALL_KINDS),
+    ("plain small loads", {"plain_loads": True}, ALL_KINDS),
+    ("mma attention, plain small loads", {"plain_loads": True, "attention": "mma"},
+     ("attention",)),
+    ("mma attention", {"attention": "mma"}, ("attention",)),
+]
 
 
 def launch_floor(stream, launches: int = 219) -> dict:
@@ -208,46 +216,29 @@ def launch_floor(stream, launches: int = 219) -> dict:
 
 
 def explore(model, args, stream, deadline: float) -> list[dict]:
-    """The launch floor, attention chunk sizes and tensor-core rows (the step and its attention
-    kernels), GEMV tiles and hints, each timed alone; stops trying at ``deadline``."""
+    """Each entry of ``EXPLORE``: the step (one graph) and the kinds of launch it names alone,
+    with ``EXPLORE_TILES``; stops trying at ``deadline``. ``--floor`` adds the launch floor."""
     rows = []
-    try:
-        r = {"what": "launch_floor", **launch_floor(stream)}
-    except Exception as e:
-        r = {"what": "launch_floor", "error": f"{type(e).__name__}: {e}"}
-    print(r, flush=True)
-    rows.append(r)
-    for ch, mq in EXPLORE_ATTENTION:
+    if args.floor:
+        try:
+            r = {"what": "launch_floor", **launch_floor(stream)}
+        except Exception as e:
+            r = {"what": "launch_floor", "error": f"{type(e).__name__}: {e}"}
+        print(r, flush=True)
+        rows.append(r)
+    for label, options, kinds in EXPLORE:
         if time.perf_counter() > deadline:
             break
         try:
-            v = model.variant(chunk=ch, attn_rows=mq)
-            r = time_lab(v, args.context, args.steps, stream)
-            r.update(what="attention", chunk=ch, rows=mq,
-                     attention_us=1e6 * kind_seconds(v, "attention", stream),
-                     combine_us=1e6 * kind_seconds(v, "combine", stream))
-            if ch == 64 and mq == 16:
-                r["unsafe_attention_us"] = 1e6 * kind_seconds(
-                    v.variant(unsafe_append=True), "attention", stream)
+            v = model.variant(tiles=EXPLORE_TILES, **options)
+            r = {"what": label, **time_lab(v, args.context, args.steps, stream)}
+            for kind in kinds:
+                r[f"{kind}_us"] = 1e6 * kind_seconds(v, kind, stream)
             del v
         except Exception as e:
-            r = {"what": "attention", "chunk": ch, "rows": mq,
-                 "error": f"{type(e).__name__}: {e}"[:600]}
+            r = {"what": label, "error": f"{type(e).__name__}: {e}"[:600]}
         print(r, flush=True)
         rows.append(r)
-    for which, cands in EXPLORE_GEMV.items():
-        kind = {"o": "o_proj"}.get(which, which)
-        for cand in cands:
-            if time.perf_counter() > deadline:
-                break
-            try:
-                v = model.variant(tiles={which: cand}, max_seq=model.chunk)
-                r = {"what": kind, "tile": cand, "us": 1e6 * kind_seconds(v, kind, stream)}
-                del v
-            except Exception as e:
-                r = {"what": kind, "tile": cand, "error": f"{type(e).__name__}: {e}"[:600]}
-            print(r, flush=True)
-            rows.append(r)
     return rows
 
 
@@ -448,6 +439,8 @@ def main(argv=None) -> int:
     ap.add_argument("--explore", action="store_true",
                     help="time attention chunks and GEMV tiles/hints one by one (printed and "
                          "written to explore.json under --out), then stop")
+    ap.add_argument("--floor", action="store_true",
+                    help="with --explore: also time a graph of trivial launches")
     ap.add_argument("--compile-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.compile_child:
@@ -508,8 +501,7 @@ def main(argv=None) -> int:
         except Exception as e:
             result["errors"].append(f"copy bandwidth: {type(e).__name__}: {e}")
     if args.explore:
-        base = time_lab(model, args.context, args.steps, stream)
-        print("default step", base, flush=True)
+        base = {}
         found = explore(model, args, stream, t_start + args.budget)
         if args.out:
             Path(args.out).mkdir(parents=True, exist_ok=True)

@@ -45,11 +45,11 @@ def gemv_residual_{dt}(y: Mut[Tensor[{dt}, "1, BM"]], x: Tensor[{dt}, "?, ?"],
                        w: Tensor[{dt}, "?, ?"], r: Tensor[{dt}, "?, ?"], BK: Const[int] = 512):
     acc = full((BM, BK), 0.0, dtype=f32)
     for k in range(num_tiles(w, 1, (BM, BK))):
-        tx = load_tile(x, (tile_id(0), k), (1, BK)).astype(f32)
+        tx = load_tile(x, (tile_id(0), k), (1, BK){small}).astype(f32)
         acc = acc + load_tile(w, (tile_id(1), k), (BM, BK){lat}).astype(f32) * tx
     out = reshape(sum(acc, axis=1), (1, BM)).astype({dt}).astype(f32)
     y.store((out + load_tile_like(r, y).astype(f32)).astype({dt}))
-''', lat="")
+''', lat="", small="")
 
 RMS_GEMV = template('''
 @kernel(opt_level=3{hints})
@@ -59,13 +59,13 @@ def rms_gemv_{dt}(y: Mut[Tensor[{dt}, "1, BM"]], x: Tensor[{dt}, "?, ?"],
     ss = full((1, BK), 0.0, dtype=f32)
     acc = full((BM, BK), 0.0, dtype=f32)
     for k in range(num_tiles(x, 1, (1, BK))):
-        t = load_tile(x, (tile_id(0), k), (1, BK)).astype(f32)
-        g = reshape(load_tile(nw, (k,), (BK,)), (1, BK)).astype(f32)
+        t = load_tile(x, (tile_id(0), k), (1, BK){small}).astype(f32)
+        g = reshape(load_tile(nw, (k,), (BK,){small}), (1, BK)).astype(f32)
         ss = ss + t * t
         acc = acc + load_tile(w, (tile_id(1), k), (BM, BK){lat}).astype(f32) * (t * g)
     rstd = rsqrt(sum(ss, axis=1, keepdims=True) / n + eps)
     y.store((reshape(sum(acc, axis=1), (1, BM)) * rstd).astype({dt}))
-''', lat="")
+''', lat="", small="")
 
 RMS_GEMV_SWIGLU = template('''
 @kernel(opt_level=3{hints})
@@ -76,8 +76,8 @@ def rms_gemv_swiglu_{dt}(y: Mut[Tensor[{dt}, "1, BM"]], x: Tensor[{dt}, "?, ?"],
     ag = full((BM, BK), 0.0, dtype=f32)
     au = full((BM, BK), 0.0, dtype=f32)
     for k in range(num_tiles(x, 1, (1, BK))):
-        t = load_tile(x, (tile_id(0), k), (1, BK)).astype(f32)
-        g = reshape(load_tile(nw, (k,), (BK,)), (1, BK)).astype(f32)
+        t = load_tile(x, (tile_id(0), k), (1, BK){small}).astype(f32)
+        g = reshape(load_tile(nw, (k,), (BK,){small}), (1, BK)).astype(f32)
         ss = ss + t * t
         xg = t * g
         ag = ag + load_tile(wg, (tile_id(1), k), (BM, BK){lat}).astype(f32) * xg
@@ -87,7 +87,7 @@ def rms_gemv_swiglu_{dt}(y: Mut[Tensor[{dt}, "1, BM"]], x: Tensor[{dt}, "?, ?"],
     up = (reshape(sum(au, axis=1), (1, BM)) * rstd).astype({dt}).astype(f32)
     act = (gate * (1.0 / (1.0 + exp(0.0 - gate)))).astype({dt}).astype(f32)
     y.store((act * up).astype({dt}))
-''', lat="")
+''', lat="", small="")
 
 RMS_GEMV_ARGMAX = template('''
 @kernel(opt_level=3{hints})
@@ -98,8 +98,8 @@ def rms_gemv_argmax_{dt}(y: Mut[Tensor[f32, "1, BM"]], best: Mut[Tensor[f32, "1,
     ss = full((1, BK), 0.0, dtype=f32)
     acc = full((BM, BK), 0.0, dtype=f32)
     for k in range(num_tiles(x, 1, (1, BK))):
-        t = load_tile(x, (tile_id(0), k), (1, BK)).astype(f32)
-        g = reshape(load_tile(nw, (k,), (BK,)), (1, BK)).astype(f32)
+        t = load_tile(x, (tile_id(0), k), (1, BK){small}).astype(f32)
+        g = reshape(load_tile(nw, (k,), (BK,){small}), (1, BK)).astype(f32)
         ss = ss + t * t
         acc = acc + load_tile(w, (tile_id(1), k), (BM, BK){lat}).astype(f32) * (t * g)
     rstd = rsqrt(sum(ss, axis=1, keepdims=True) / n + eps)
@@ -110,7 +110,7 @@ def rms_gemv_argmax_{dt}(y: Mut[Tensor[f32, "1, BM"]], best: Mut[Tensor[f32, "1,
     y.store(logits)
     best.store(top)
     where_best.store(min(where(inside == top, index, 2147483647), axis=1, keepdims=True))
-''', lat="")
+''', lat="", small="")
 
 ARGMAX = template('''
 @kernel(opt_level=3{hints})
@@ -156,6 +156,58 @@ def attention_decode_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]], vc: Mut[Tensor[{dt}
                           qn: Tensor[{dt}, "?, ?"], kn: Tensor[{dt}, "?, ?"],
                           cos: Tensor[f32, "?, ?"], sin: Tensor[f32, "?, ?"],
                           pos: Tensor[i32, "?, ?"], kv_heads: i32, eps: f32, qk_scale: f32,
+                          HD: Const[int] = 64):
+    bg = tile_id(0)
+    blk = tile_id(1)
+    b = bg // kv_heads
+    g = bg - b * kv_heads
+    kold = kc.load()
+    vold = vc.load()
+    p = reshape(load_tile(pos, (0, 0), (1, 1){small}), ())
+    row0 = b * kv_heads * (G + 2)
+    cs = reshape(load_tile(cos, (p, 0), (1, HD){small}), (1, 1, HD))
+    sn = reshape(load_tile(sin, (p, 0), (1, HD){small}), (1, 1, HD))
+    first = reshape(arange(2, dtype=i32), (1, 2, 1)) == 0
+    tq = load_tile(qkv, (row0 // G + g, 0, 0), (G, 2, HD){small}).astype(f32)
+    rq = rsqrt(sum(sum(tq * tq, axis=2, keepdims=True), axis=1, keepdims=True) / D + eps)
+    wq = reshape(load_tile(qn, (0, 0), (2, HD){small}), (1, 2, HD)).astype(f32)
+    tq = ((tq * rq).astype({dt}).astype(f32) * wq).astype({dt}).astype(f32)
+    q1 = sum(where(first, tq, 0.0), axis=1, keepdims=True)
+    q2 = sum(where(first, 0.0, tq), axis=1, keepdims=True)
+    tq = tq * cs + where(first, 0.0 - q2, q1) * sn
+    q = reshape(tq.astype({dt}).astype(f32), (G, 1, D))
+    tk = load_tile(qkv, (row0 + kv_heads * G + g, 0, 0), (1, 2, HD){small}).astype(f32)
+    rk = rsqrt(sum(sum(tk * tk, axis=2, keepdims=True), axis=1, keepdims=True) / D + eps)
+    wk = reshape(load_tile(kn, (0, 0), (2, HD){small}), (1, 2, HD)).astype(f32)
+    tk = ((tk * rk).astype({dt}).astype(f32) * wk).astype({dt}).astype(f32)
+    k1 = sum(where(first, tk, 0.0), axis=1, keepdims=True)
+    k2 = sum(where(first, 0.0, tk), axis=1, keepdims=True)
+    tk = tk * cs + where(first, 0.0 - k2, k1) * sn
+    knew = reshape(tk.astype({dt}), (1, 1, D))
+    vnew = reshape(load_tile(qkv, (row0 + kv_heads * (G + 1) + g, 0, 0), (1, 2, HD){small}),
+                   (1, 1, D))
+    at = reshape(arange(CH, dtype=i32), (1, CH, 1)) + blk * CH
+    kb = where(at == p, knew, kold)
+    vb = where(at == p, vnew, vold)
+    kc.store(kb)
+    vc.store(vb)
+    valid = reshape(arange(CH, dtype=i32), (1, CH)) + blk * CH <= p
+    s = where(valid, sum(q * kb.astype(f32), axis=2), -1.0e30)
+    m = max(s, axis=1, keepdims=True)
+    pr = where(valid, exp2((s - m) * qk_scale), 0.0)
+    part.store(reshape(sum(reshape(pr, (G, CH, 1)) * vb.astype(f32), axis=1), (1, G, D)))
+    mx.store(reshape(m * qk_scale, (1, G, 1)))
+    sm.store(reshape(sum(pr, axis=1, keepdims=True), (1, G, 1)))
+''', small="")
+
+ATTENTION_DECODE_MMA = template('''
+@kernel(opt_level=3{hints})
+def attention_decode_mma_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]], vc: Mut[Tensor[{dt}, "1, CH, D"]],
+                          part: Mut[Tensor[f32, "1, G, D"]], mx: Mut[Tensor[f32, "1, G, 1"]],
+                          sm: Mut[Tensor[f32, "1, G, 1"]], qkv: Tensor[{dt}, "?, ?, ?"],
+                          qn: Tensor[{dt}, "?, ?"], kn: Tensor[{dt}, "?, ?"],
+                          cos: Tensor[f32, "?, ?"], sin: Tensor[f32, "?, ?"],
+                          pos: Tensor[i32, "?, ?"], kv_heads: i32, eps: f32, qk_scale: f32,
                           HD: Const[int] = 64, MQ: Const[int] = 16):
     bg = tile_id(0)
     blk = tile_id(1)
@@ -163,28 +215,28 @@ def attention_decode_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]], vc: Mut[Tensor[{dt}
     g = bg - b * kv_heads
     kold = kc.load()
     vold = vc.load()
-    p = reshape(load_tile(pos, (0, 0), (1, 1)), ())
+    p = reshape(load_tile(pos, (0, 0), (1, 1){small}), ())
     row0 = b * kv_heads * (G + 2)
-    cs = reshape(load_tile(cos, (p, 0), (1, HD)), (1, 1, HD))
-    sn = reshape(load_tile(sin, (p, 0), (1, HD)), (1, 1, HD))
+    cs = reshape(load_tile(cos, (p, 0), (1, HD){small}), (1, 1, HD))
+    sn = reshape(load_tile(sin, (p, 0), (1, HD){small}), (1, 1, HD))
     first = reshape(arange(2, dtype=i32), (1, 2, 1)) == 0
-    tq = load_tile(qkv, (row0 // G + g, 0, 0), (G, 2, HD)).astype(f32)
+    tq = load_tile(qkv, (row0 // G + g, 0, 0), (G, 2, HD){small}).astype(f32)
     rq = rsqrt(sum(sum(tq * tq, axis=2, keepdims=True), axis=1, keepdims=True) / D + eps)
-    wq = reshape(load_tile(qn, (0, 0), (2, HD)), (1, 2, HD)).astype(f32)
+    wq = reshape(load_tile(qn, (0, 0), (2, HD){small}), (1, 2, HD)).astype(f32)
     tq = ((tq * rq).astype({dt}).astype(f32) * wq).astype({dt}).astype(f32)
     q1 = sum(where(first, tq, 0.0), axis=1, keepdims=True)
     q2 = sum(where(first, 0.0, tq), axis=1, keepdims=True)
     tq = tq * cs + where(first, 0.0 - q2, q1) * sn
     q = reshape(tq.astype({dt}).astype(f32), (1, G, D))
-    tk = load_tile(qkv, (row0 + kv_heads * G + g, 0, 0), (1, 2, HD)).astype(f32)
+    tk = load_tile(qkv, (row0 + kv_heads * G + g, 0, 0), (1, 2, HD){small}).astype(f32)
     rk = rsqrt(sum(sum(tk * tk, axis=2, keepdims=True), axis=1, keepdims=True) / D + eps)
-    wk = reshape(load_tile(kn, (0, 0), (2, HD)), (1, 2, HD)).astype(f32)
+    wk = reshape(load_tile(kn, (0, 0), (2, HD){small}), (1, 2, HD)).astype(f32)
     tk = ((tk * rk).astype({dt}).astype(f32) * wk).astype({dt}).astype(f32)
     k1 = sum(where(first, tk, 0.0), axis=1, keepdims=True)
     k2 = sum(where(first, 0.0, tk), axis=1, keepdims=True)
     tk = tk * cs + where(first, 0.0 - k2, k1) * sn
     knew = reshape(tk.astype({dt}), (1, 1, D))
-    vnew = reshape(load_tile(qkv, (row0 + kv_heads * (G + 1) + g, 0, 0), (1, 2, HD)),
+    vnew = reshape(load_tile(qkv, (row0 + kv_heads * (G + 1) + g, 0, 0), (1, 2, HD){small}),
                    (1, 1, D))
     at = reshape(arange(CH, dtype=i32), (1, CH, 1)) + blk * CH
     kb = where(at == p, knew, kold)
@@ -192,19 +244,19 @@ def attention_decode_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]], vc: Mut[Tensor[{dt}
     kc.store(kb)
     vc.store(vb)
     lead = reshape(arange(MQ // G, dtype=i32), (MQ // G, 1, 1)) == 0
-    qm = reshape(where(lead, q, 0.0).astype({dt}), (MQ, D))
-    s = mma(qm, transpose(reshape(kb, (CH, D))), full((MQ, CH), 0.0, dtype=f32))
-    valid = reshape(arange(CH, dtype=i32), (1, CH)) + blk * CH <= p
-    s = where(valid, s, -1.0e30)
-    m = max(s, axis=1, keepdims=True)
-    pr = where(valid, exp2((s - m) * qk_scale), 0.0)
-    o = mma(pr.astype({dt}), reshape(vb, (CH, D)), full((MQ, D), 0.0, dtype=f32))
+    qt = transpose(reshape(where(lead, q, 0.0).astype({dt}), (MQ, D)))
+    st = mma(reshape(kb, (CH, D)), qt, full((CH, MQ), 0.0, dtype=f32))
+    valid = reshape(arange(CH, dtype=i32), (CH, 1)) + blk * CH <= p
+    st = where(valid, st, -1.0e30)
+    m = max(st, axis=0, keepdims=True)
+    pt = where(valid, exp2((st - m) * qk_scale), 0.0)
+    o = mma(transpose(pt.astype({dt})), reshape(vb, (CH, D)), full((MQ, D), 0.0, dtype=f32))
     part.store(reshape(sum(where(lead, reshape(o, (MQ // G, G, D)), 0.0), axis=0), (1, G, D)))
     mx.store(reshape(sum(where(lead, reshape(m * qk_scale, (MQ // G, G, 1)), 0.0), axis=0),
                      (1, G, 1)))
-    sm.store(reshape(sum(where(lead, reshape(sum(pr, axis=1, keepdims=True), (MQ // G, G, 1)),
+    sm.store(reshape(sum(where(lead, reshape(sum(pt, axis=0, keepdims=True), (MQ // G, G, 1)),
                                0.0), axis=0), (1, G, 1)))
-''')
+''', small="")
 
 ATTENTION_DECODE_UNSAFE = template('''
 @kernel(opt_level=3{hints})
@@ -216,35 +268,35 @@ def attention_decode_unsafe_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]],
                                  qn: Tensor[{dt}, "?, ?"], kn: Tensor[{dt}, "?, ?"],
                                  cos: Tensor[f32, "?, ?"], sin: Tensor[f32, "?, ?"],
                                  pos: Tensor[i32, "?, ?"], kv_heads: i32, eps: f32,
-                                 qk_scale: f32, HD: Const[int] = 64, MQ: Const[int] = 16):
+                                 qk_scale: f32, HD: Const[int] = 64):
     bg = tile_id(0)
     blk = tile_id(1)
     b = bg // kv_heads
     g = bg - b * kv_heads
     kold = kc.load()
     vold = vc.load()
-    p = reshape(load_tile(pos, (0, 0), (1, 1)), ())
+    p = reshape(load_tile(pos, (0, 0), (1, 1){small}), ())
     row0 = b * kv_heads * (G + 2)
-    cs = reshape(load_tile(cos, (p, 0), (1, HD)), (1, 1, HD))
-    sn = reshape(load_tile(sin, (p, 0), (1, HD)), (1, 1, HD))
+    cs = reshape(load_tile(cos, (p, 0), (1, HD){small}), (1, 1, HD))
+    sn = reshape(load_tile(sin, (p, 0), (1, HD){small}), (1, 1, HD))
     first = reshape(arange(2, dtype=i32), (1, 2, 1)) == 0
-    tq = load_tile(qkv, (row0 // G + g, 0, 0), (G, 2, HD)).astype(f32)
+    tq = load_tile(qkv, (row0 // G + g, 0, 0), (G, 2, HD){small}).astype(f32)
     rq = rsqrt(sum(sum(tq * tq, axis=2, keepdims=True), axis=1, keepdims=True) / D + eps)
-    wq = reshape(load_tile(qn, (0, 0), (2, HD)), (1, 2, HD)).astype(f32)
+    wq = reshape(load_tile(qn, (0, 0), (2, HD){small}), (1, 2, HD)).astype(f32)
     tq = ((tq * rq).astype({dt}).astype(f32) * wq).astype({dt}).astype(f32)
     q1 = sum(where(first, tq, 0.0), axis=1, keepdims=True)
     q2 = sum(where(first, 0.0, tq), axis=1, keepdims=True)
     tq = tq * cs + where(first, 0.0 - q2, q1) * sn
-    q = reshape(tq.astype({dt}).astype(f32), (1, G, D))
-    tk = load_tile(qkv, (row0 + kv_heads * G + g, 0, 0), (1, 2, HD)).astype(f32)
+    q = reshape(tq.astype({dt}).astype(f32), (G, 1, D))
+    tk = load_tile(qkv, (row0 + kv_heads * G + g, 0, 0), (1, 2, HD){small}).astype(f32)
     rk = rsqrt(sum(sum(tk * tk, axis=2, keepdims=True), axis=1, keepdims=True) / D + eps)
-    wk = reshape(load_tile(kn, (0, 0), (2, HD)), (1, 2, HD)).astype(f32)
+    wk = reshape(load_tile(kn, (0, 0), (2, HD){small}), (1, 2, HD)).astype(f32)
     tk = ((tk * rk).astype({dt}).astype(f32) * wk).astype({dt}).astype(f32)
     k1 = sum(where(first, tk, 0.0), axis=1, keepdims=True)
     k2 = sum(where(first, 0.0, tk), axis=1, keepdims=True)
     tk = tk * cs + where(first, 0.0 - k2, k1) * sn
     knew = reshape(tk.astype({dt}), (1, 1, D))
-    vnew = reshape(load_tile(qkv, (row0 + kv_heads * (G + 1) + g, 0, 0), (1, 2, HD)),
+    vnew = reshape(load_tile(qkv, (row0 + kv_heads * (G + 1) + g, 0, 0), (1, 2, HD){small}),
                    (1, 1, D))
     at = reshape(arange(CH, dtype=i32), (1, CH, 1)) + blk * CH
     kb = where(at == p, knew, kold)
@@ -261,20 +313,14 @@ def attention_decode_unsafe_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]],
         if p // CH == blk:
             store(kc, index=(bg, p, 0), tile=knew)
             store(vc, index=(bg, p, 0), tile=vnew)
-    lead = reshape(arange(MQ // G, dtype=i32), (MQ // G, 1, 1)) == 0
-    qm = reshape(where(lead, q, 0.0).astype({dt}), (MQ, D))
-    s = mma(qm, transpose(reshape(kb, (CH, D))), full((MQ, CH), 0.0, dtype=f32))
     valid = reshape(arange(CH, dtype=i32), (1, CH)) + blk * CH <= p
-    s = where(valid, s, -1.0e30)
+    s = where(valid, sum(q * kb.astype(f32), axis=2), -1.0e30)
     m = max(s, axis=1, keepdims=True)
     pr = where(valid, exp2((s - m) * qk_scale), 0.0)
-    o = mma(pr.astype({dt}), reshape(vb, (CH, D)), full((MQ, D), 0.0, dtype=f32))
-    part.store(reshape(sum(where(lead, reshape(o, (MQ // G, G, D)), 0.0), axis=0), (1, G, D)))
-    mx.store(reshape(sum(where(lead, reshape(m * qk_scale, (MQ // G, G, 1)), 0.0), axis=0),
-                     (1, G, 1)))
-    sm.store(reshape(sum(where(lead, reshape(sum(pr, axis=1, keepdims=True), (MQ // G, G, 1)),
-                               0.0), axis=0), (1, G, 1)))
-''')
+    part.store(reshape(sum(reshape(pr, (G, CH, 1)) * vb.astype(f32), axis=1), (1, G, D)))
+    mx.store(reshape(m * qk_scale, (1, G, 1)))
+    sm.store(reshape(sum(pr, axis=1, keepdims=True), (1, G, 1)))
+''', small="")
 
 ATTENTION_COMBINE = template('''
 @kernel(opt_level=3{hints})
@@ -284,18 +330,19 @@ def attention_combine_{dt}(out: Mut[Tensor[{dt}, "1, G, D"]], part: Tensor[f32, 
                            BS: Const[int] = 16):
     bg = tile_id(0)
     hd = tile_id(1)
-    p = reshape(load_tile(pos, (0, 0), (1, 1)), ())
+    p = reshape(load_tile(pos, (0, 0), (1, 1){small}), ())
     top = full((1, G, 1), -1.0e30, dtype=f32)
     total = full((1, G, 1), 0.0, dtype=f32)
     acc = full((1, G, D), 0.0, dtype=f32)
     for c in range(p // (BS * CH) + 1):
-        m = load_tile(mx, (bg, c, hd, 0), (1, BS, G, 1), padding="neg_inf")
+        m = load_tile(mx, (bg, c, hd, 0), (1, BS, G, 1), padding="neg_inf"{small})
         new_top = maximum(top, max(m, axis=1))
         scale = exp2(m - reshape(new_top, (1, 1, G, 1)))
         rescale = exp2(top - new_top)
-        total = total * rescale + sum(scale * load_tile(sm, (bg, c, hd, 0), (1, BS, G, 1)),
+        total = total * rescale + sum(scale * load_tile(sm, (bg, c, hd, 0), (1, BS, G, 1){small}),
                                       axis=1)
-        acc = acc * rescale + sum(scale * load_tile(part, (bg, c, hd, 0), (1, BS, G, D)), axis=1)
+        acc = acc * rescale + sum(scale * load_tile(part, (bg, c, hd, 0), (1, BS, G, D){small}),
+                                axis=1)
         top = new_top
     out.store((acc * (1.0 / total)).astype({dt}))
-''')
+''', small="")

@@ -73,7 +73,7 @@ class Qwen3:
     def __init__(self, config: Qwen3Config, weights: dict, *, dtype: str = "bf16",
                  max_seq: int = 256, batch: int = 1, chunk: int = 64,
                  unsafe_append: bool = False, tiles: dict | None = None,
-                 attn_rows: int = 16):
+                 attention: str = "broadcast", plain_loads: bool = False):
         import cutile_lab.runtime as cl
         from cutile_lab.runtime.dtypes import as_dtype
         self.cl = cl
@@ -84,7 +84,8 @@ class Qwen3:
         self.max_seq = -(-max_seq // chunk) * chunk
         self.unsafe_append = unsafe_append
         self.tiles = dict(tiles or {})
-        self.attn_rows = attn_rows
+        self.attention = attention
+        self.plain_loads = plain_loads
         g = c.group
         if c.num_attention_heads % c.num_key_value_heads:
             raise LaunchError("num_attention_heads must be a multiple of num_key_value_heads")
@@ -105,9 +106,10 @@ class Qwen3:
         other = object.__new__(type(self))
         other.__dict__.update(self.__dict__)
         for k, v in options.items():
-            if k not in ("unsafe_append", "chunk", "tiles", "max_seq", "attn_rows"):
-                raise LaunchError(f"variant() takes unsafe_append, chunk, tiles, max_seq or "
-                                  f"attn_rows, not {k}")
+            if k not in ("unsafe_append", "chunk", "tiles", "max_seq", "attention",
+                         "plain_loads"):
+                raise LaunchError(f"variant() takes unsafe_append, chunk, tiles, max_seq, "
+                                  f"attention or plain_loads, not {k}")
             setattr(other, k, dict(v) if k == "tiles" else v)
         other.max_seq = -(-other.max_seq // other.chunk) * other.chunk
         other._alloc()
@@ -227,7 +229,11 @@ class Qwen3:
         loads = (f", latency={lat}" if lat else "") + (", allow_tma=False" if tma is False
                                                          else "")
         return template.kernel(dt=self.dtype.name, hints=f", occupancy={occ or OCCUPANCY}",
-                               lat=loads)
+                               lat=loads, small=self._small())
+
+    def _small(self) -> str:
+        """The load options of the small loads (activations, norm weights, tables, position)."""
+        return ", allow_tma=False" if self.plain_loads else ""
 
     # --- the step --------------------------------------------------------------------------------
     def _plan(self) -> list[Launch]:
@@ -241,9 +247,10 @@ class Qwen3:
             swiglu=self._gemv(D.RMS_GEMV_SWIGLU, "gate_up"),
             res=self._gemv(D.GEMV_RESIDUAL, "o"),
             res_d=self._gemv(D.GEMV_RESIDUAL, "down"),
-            attend=(D.ATTENTION_DECODE_UNSAFE if self.unsafe_append else D.ATTENTION_DECODE)
-            .kernel(dt=dt, hints=occ),
-            combine=D.ATTENTION_COMBINE.kernel(dt=dt))
+            attend=(D.ATTENTION_DECODE_UNSAFE if self.unsafe_append else
+                    D.ATTENTION_DECODE_MMA if self.attention == "mma" else D.ATTENTION_DECODE)
+            .kernel(dt=dt, hints=occ, small=self._small()),
+            combine=D.ATTENTION_COMBINE.kernel(dt=dt, small=self._small()))
         # views shared by every layer's launches
         views = SimpleNamespace(
             qkv3=self.qkv.reshape(B * heads, 2, d // 2),
@@ -300,7 +307,7 @@ class Qwen3:
                 self.sm.partition_mut((1, g, 1)), qkv3, w[p + "self_attn.q_norm.weight"]
                 .reshape(2, d // 2), w[p + "self_attn.k_norm.weight"].reshape(2, d // 2),
                 self.cos, self.sin, self.pos, kv, eps, qk_scale, HD=d // 2,
-                MQ=max(g, _pow2(self.attn_rows))),
+                **({"MQ": max(g, 16)} if self.attention == "mma" else {})),
             (kv_step if self.unsafe_append else 2 * kv_step)
             + self.part.nbytes + 2 * self.mx.nbytes, 2 * g * kv_step // it)
         add(f"L{n}.combine", combine,
