@@ -189,12 +189,15 @@ def sweep_tiles(model, stream, deadline: float) -> tuple[dict, list[dict]]:
 EXPLORE_TILES = {"qkv": (8, 512, 4), "o": (32, 256, 1), "gate_up": (8, 512, 2),
                  "down": (16, 512, 2), "lm_head": (16, 512, 2)}
 ALL_KINDS = ("qkv", "attention", "combine", "o_proj", "gate_up", "down")
+PERSISTENT = {k: v + (None, None, True) for k, v in EXPLORE_TILES.items()}
 EXPLORE = [
-    ("tma small loads", {}, ALL_KINDS),
-    ("plain small loads", {"plain_loads": True}, ALL_KINDS),
-    ("mma attention, plain small loads", {"plain_loads": True, "attention": "mma"},
-     ("attention",)),
-    ("mma attention", {"attention": "mma"}, ("attention",)),
+    ("no dependent launch", {"dependent_launch": False}, ALL_KINDS),
+    ("dependent launch", {}, ALL_KINDS),
+    ("dependent launch, mma attention", {"attention": "mma"}, ("attention",)),
+    ("dependent launch, mma attention, plain small loads",
+     {"attention": "mma", "plain_loads": True}, ("attention", "combine")),
+    ("dependent launch, persistent GEMVs", {"tiles": PERSISTENT},
+     ("qkv", "o_proj", "gate_up", "down", "lm_head")),
 ]
 
 
@@ -230,7 +233,7 @@ def explore(model, args, stream, deadline: float) -> list[dict]:
         if time.perf_counter() > deadline:
             break
         try:
-            v = model.variant(tiles=EXPLORE_TILES, **options)
+            v = model.variant(**{"tiles": EXPLORE_TILES, **options})
             r = {"what": label, **time_lab(v, args.context, args.steps, stream)}
             for kind in kinds:
                 r[f"{kind}_us"] = 1e6 * kind_seconds(v, kind, stream)

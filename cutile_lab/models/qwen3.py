@@ -73,7 +73,8 @@ class Qwen3:
     def __init__(self, config: Qwen3Config, weights: dict, *, dtype: str = "bf16",
                  max_seq: int = 256, batch: int = 1, chunk: int = 64,
                  unsafe_append: bool = False, tiles: dict | None = None,
-                 attention: str = "broadcast", plain_loads: bool = False):
+                 attention: str = "broadcast", plain_loads: bool = False,
+                 dependent_launch: bool = True):
         import cutile_lab.runtime as cl
         from cutile_lab.runtime.dtypes import as_dtype
         self.cl = cl
@@ -86,6 +87,7 @@ class Qwen3:
         self.tiles = dict(tiles or {})
         self.attention = attention
         self.plain_loads = plain_loads
+        self.dependent_launch = dependent_launch
         g = c.group
         if c.num_attention_heads % c.num_key_value_heads:
             raise LaunchError("num_attention_heads must be a multiple of num_key_value_heads")
@@ -107,9 +109,9 @@ class Qwen3:
         other.__dict__.update(self.__dict__)
         for k, v in options.items():
             if k not in ("unsafe_append", "chunk", "tiles", "max_seq", "attention",
-                         "plain_loads"):
+                         "plain_loads", "dependent_launch"):
                 raise LaunchError(f"variant() takes unsafe_append, chunk, tiles, max_seq, "
-                                  f"attention or plain_loads, not {k}")
+                                  f"attention, plain_loads or dependent_launch, not {k}")
             setattr(other, k, dict(v) if k == "tiles" else v)
         other.max_seq = -(-other.max_seq // other.chunk) * other.chunk
         other._alloc()
@@ -224,15 +226,21 @@ class Qwen3:
         (BM, BK, occupancy, latency, tma) sets the occupancy hint (default ``OCCUPANCY``), the
         latency hint of the weight loads (default 0: the compiler's own) and whether they may
         use TMA (default True)."""
-        extra = tuple(self.tiles.get(which, ()))[2:] + (None, None, None)
-        occ, lat, tma = extra[:3]
+        extra = tuple(self.tiles.get(which, ()))[2:] + (None, None, None, None)
+        occ, lat, tma, persistent = extra[:4]
         loads = (f", latency={lat}" if lat else "") + (", allow_tma=False" if tma is False
                                                          else "")
-        return template.kernel(dt=self.dtype.name, hints=f", occupancy={occ or OCCUPANCY}",
-                               lat=loads, small=self._small())
+        hints = (f", occupancy={occ or OCCUPANCY}" + self._dependent()
+                 + (', schedule="persistent"' if persistent else ""))
+        return template.kernel(dt=self.dtype.name, hints=hints, lat=loads)
+
+    def _dependent(self) -> str:
+        """The hint that launches a kernel of the step as a programmatic dependent launch."""
+        return ", dependent_launch=True" if self.dependent_launch else ""
 
     def _small(self) -> str:
-        """The load options of the small loads (activations, norm weights, tables, position)."""
+        """The load options of attention's small loads (position, tables, q/k/v rows, norm
+        weights) and the combine's."""
         return ", allow_tma=False" if self.plain_loads else ""
 
     # --- the step --------------------------------------------------------------------------------
@@ -241,7 +249,7 @@ class Qwen3:
         c, B, dt = self.config, self.batch, self.dtype.name
         h, kv, g, d = c.hidden_size, c.num_key_value_heads, c.group, c.head_dim
         heads = c.num_attention_heads + 2 * kv
-        occ = f", occupancy={OCCUPANCY}"
+        occ = f", occupancy={OCCUPANCY}" + self._dependent()
         kernels = SimpleNamespace(
             rms=self._gemv(D.RMS_GEMV, "qkv"),
             swiglu=self._gemv(D.RMS_GEMV_SWIGLU, "gate_up"),
@@ -250,7 +258,8 @@ class Qwen3:
             attend=(D.ATTENTION_DECODE_UNSAFE if self.unsafe_append else
                     D.ATTENTION_DECODE_MMA if self.attention == "mma" else D.ATTENTION_DECODE)
             .kernel(dt=dt, hints=occ, small=self._small()),
-            combine=D.ATTENTION_COMBINE.kernel(dt=dt, small=self._small()))
+            combine=D.ATTENTION_COMBINE.kernel(dt=dt, hints=self._dependent(),
+                                               small=self._small()))
         # views shared by every layer's launches
         views = SimpleNamespace(
             qkv3=self.qkv.reshape(B * heads, 2, d // 2),
@@ -346,7 +355,7 @@ class Qwen3:
                          eps, c.vocab_size, BK=th[1]),
             w["lm_head"].nbytes + self.logits.nbytes + 2 * self.best.nbytes,
             2 * B * w["lm_head"].size)
-        am = D.ARGMAX.kernel()
+        am = D.ARGMAX.kernel(hints=self._dependent())
         bb = _pow2(B)
         add("argmax", am,
             lambda: am(self.token.partition_mut((bb, 1)), self.pos.partition_mut((1, 1)),

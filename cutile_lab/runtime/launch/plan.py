@@ -30,9 +30,9 @@ class LaunchPlan:
     """A compiled, loaded specialization: everything a cached launch needs."""
 
     __slots__ = ("compiled", "kernel", "block", "params", "configs", "arch", "module",
-                 "function")
+                 "function", "dependent")
 
-    def __init__(self, compiled, kernel, block, arch):
+    def __init__(self, compiled, kernel, block, arch, dependent: bool = False):
         self.compiled = compiled
         self.kernel = kernel          # cuda.core Kernel (None on the simulator)
         self.function = None          # its CUfunction as a c_void_p, once the fast path asks
@@ -40,12 +40,17 @@ class LaunchPlan:
         self.params = compiled.params if compiled is not None else []
         self.configs: dict = {}
         self.arch = arch
+        # ``@kernel(dependent_launch=True)``: launched with programmatic stream serialization
+        # (the lowered kernel waits for its predecessor first), through cuda.core's launch
+        self.dependent = dependent
 
     def config(self, grid):
         cfg = self.configs.get(grid)
         if cfg is None:
             from cuda.core import LaunchConfig
-            cfg = self.configs[grid] = LaunchConfig(grid=grid, block=self.block)
+            cfg = self.configs[grid] = LaunchConfig(
+                grid=grid, block=self.block,
+                **({"programmatic_stream_serialization": True} if self.dependent else {}))
         return cfg
 
 
@@ -153,7 +158,9 @@ def _load_plan(kernel, info, key, consts, layouts, arch) -> LaunchPlan:
     block = compiled.max_threads_per_block
     if not block:
         block = k.attributes.max_threads_per_block()
-    plan = info.plans[key] = LaunchPlan(compiled, k, int(block), arch)
+    from cutile_lab.compiling.lowering import is_dependent
+    plan = info.plans[key] = LaunchPlan(compiled, k, int(block), arch,
+                                        is_dependent(kernel.definition))
     plan.module = module                   # keeps the module loaded
     return plan
 
