@@ -189,15 +189,9 @@ def sweep_tiles(model, stream, deadline: float) -> tuple[dict, list[dict]]:
 EXPLORE_TILES = {"qkv": (8, 512, 4), "o": (32, 256, 1), "gate_up": (8, 512, 2),
                  "down": (16, 512, 2), "lm_head": (16, 512, 2)}
 ALL_KINDS = ("qkv", "attention", "combine", "o_proj", "gate_up", "down")
-PERSISTENT = {k: v + (None, None, True) for k, v in EXPLORE_TILES.items()}
 EXPLORE = [
-    ("no dependent launch", {"dependent_launch": False}, ALL_KINDS),
-    ("dependent launch", {}, ALL_KINDS),
-    ("dependent launch, mma attention", {"attention": "mma"}, ("attention",)),
-    ("dependent launch, mma attention, plain small loads",
-     {"attention": "mma", "plain_loads": True}, ("attention", "combine")),
-    ("dependent launch, persistent GEMVs", {"tiles": PERSISTENT},
-     ("qkv", "o_proj", "gate_up", "down", "lm_head")),
+    ("default", {}, ALL_KINDS),
+    ("chunk 128", {"chunk": 128}, ("attention", "combine")),
 ]
 
 

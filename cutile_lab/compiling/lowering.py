@@ -166,8 +166,6 @@ def _rewrite(kdef: KernelDef) -> tuple[ast.FunctionDef, list[str], list[str]]:
     node.body = [rewriter.visit(s) for s in node.body]
     if remapped:
         node.body = _tile_prologue(kdef, order, persistent, node.body[0]) + node.body
-    if is_dependent(kdef):        # in a persistent loop, at the top of every pass: a wait
-        node.body = _dependent_prologue(node.body[0]) + node.body   # after the first is free
     if persistent:
         node = _persistent_loop(kdef, node)
     ast.fix_missing_locations(node)
@@ -218,21 +216,6 @@ def is_persistent(kdef: KernelDef) -> bool:
     instance loops over the output tiles ``bid, bid + instances, ...`` -- a disjoint striding,
     so every tile still has exactly one owner. The launch grid is then 1-D."""
     return kdef.kind == "tile" and kdef.options.get("schedule", "tiles") == "persistent"
-
-
-def is_dependent(kdef: KernelDef) -> bool:
-    """``@cl.kernel(dependent_launch=True)``: launched with programmatic stream serialization,
-    so that its launch may overlap the end of the kernel before it on the stream."""
-    return kdef.kind == "tile" and kdef.options.get("dependent_launch") is True
-
-
-def _dependent_prologue(first: ast.stmt) -> list[ast.stmt]:
-    """The first statements of a dependent launch, on the body's first line: wait until the
-    kernel before it has finished and its writes are visible (before any load or store of this
-    kernel: cuTile orders every memory operation after the wait), then let the kernel after it
-    start launching."""
-    return _at_line(ast.parse(f"{CT}.grid_dependency_control_wait()\n"
-                              f"{CT}.grid_dependency_control_launch_dependents()").body, first)
 
 
 def _tile_prologue(kdef: KernelDef, group: int | None, persistent: bool,

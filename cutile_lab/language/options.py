@@ -11,12 +11,7 @@ from cutile_lab.diagnostics.suggest import did_you_mean
 TILE_ORDERS = ("row", "grouped", "reverse")      # how the launch index maps to output tiles
 SCHEDULES = ("tiles", "persistent")              # one instance per tile, or about one per SM
 INT_OPTIONS = ("group_size", "num_ctas", "occupancy", "opt_level", "num_worker_warps")
-# ``dependent_launch=True``: programmatic dependent launch (Hopper and later). The launch may
-# start while the kernel before it on the stream is still running; the lowering makes the
-# kernel's first statement wait for that kernel to finish (and its writes to be visible), so
-# every load still sees what came before: what overlaps is only the launch and the prologue.
-BOOL_OPTIONS = ("dependent_launch",)
-KNOWN = ("tile_order", "schedule") + INT_OPTIONS + BOOL_OPTIONS
+KNOWN = ("tile_order", "schedule") + INT_OPTIONS
 
 
 @dataclass(frozen=True)
@@ -37,9 +32,6 @@ def option_problem(options: dict) -> OptionProblem | None:
                                     or value < (0 if name == "opt_level" else 1)):
             return OptionProblem(name, f"`{name}={value!r}`: a positive integer is needed",
                                  f"e.g. `{name}=2`")
-        if name in BOOL_OPTIONS and not isinstance(value, bool):
-            return OptionProblem(name, f"`{name}={value!r}`: True or False is needed",
-                                 f"e.g. `{name}=True`")
     for name, allowed in (("tile_order", TILE_ORDERS), ("schedule", SCHEDULES)):
         if name in options and options[name] not in allowed:
             value = options[name]

@@ -6,7 +6,8 @@ of sequences in lockstep. The configurations (``Qwen3Config``) and weights (``lo
 of ``cutile_lab.kernels.decode``:
 
     qkv  = rms_gemv(x, input_norm, [Wq; Wk; Wv])             RMSNorm fused into the projection
-    part = attention_decode(qkv, cache, pos)                   q/k norm, RoPE, cache append, split
+    part = attention_decode(qkv, cache, pos)                   q/k norm, RoPE, cache append, split;
+                                                               tensor cores for bf16/f16
     attn = attention_combine(part)                             the split's log-sum-exp merge
     x'   = gemv_residual(attn, Wo, x)                          the residual add fused
     h    = rms_gemv_swiglu(x', post_norm, Wg, Wu)              RMSNorm and SwiGLU fused
@@ -72,9 +73,7 @@ class Qwen3:
 
     def __init__(self, config: Qwen3Config, weights: dict, *, dtype: str = "bf16",
                  max_seq: int = 256, batch: int = 1, chunk: int = 64,
-                 unsafe_append: bool = False, tiles: dict | None = None,
-                 attention: str = "broadcast", plain_loads: bool = False,
-                 dependent_launch: bool = True):
+                 unsafe_append: bool = False, tiles: dict | None = None):
         import cutile_lab.runtime as cl
         from cutile_lab.runtime.dtypes import as_dtype
         self.cl = cl
@@ -85,9 +84,6 @@ class Qwen3:
         self.max_seq = -(-max_seq // chunk) * chunk
         self.unsafe_append = unsafe_append
         self.tiles = dict(tiles or {})
-        self.attention = attention
-        self.plain_loads = plain_loads
-        self.dependent_launch = dependent_launch
         g = c.group
         if c.num_attention_heads % c.num_key_value_heads:
             raise LaunchError("num_attention_heads must be a multiple of num_key_value_heads")
@@ -108,10 +104,9 @@ class Qwen3:
         other = object.__new__(type(self))
         other.__dict__.update(self.__dict__)
         for k, v in options.items():
-            if k not in ("unsafe_append", "chunk", "tiles", "max_seq", "attention",
-                         "plain_loads", "dependent_launch"):
-                raise LaunchError(f"variant() takes unsafe_append, chunk, tiles, max_seq, "
-                                  f"attention, plain_loads or dependent_launch, not {k}")
+            if k not in ("unsafe_append", "chunk", "tiles", "max_seq"):
+                raise LaunchError(f"variant() takes unsafe_append, chunk, tiles or max_seq, "
+                                  f"not {k}")
             setattr(other, k, dict(v) if k == "tiles" else v)
         other.max_seq = -(-other.max_seq // other.chunk) * other.chunk
         other._alloc()
@@ -226,22 +221,19 @@ class Qwen3:
         (BM, BK, occupancy, latency, tma) sets the occupancy hint (default ``OCCUPANCY``), the
         latency hint of the weight loads (default 0: the compiler's own) and whether they may
         use TMA (default True)."""
-        extra = tuple(self.tiles.get(which, ()))[2:] + (None, None, None, None)
-        occ, lat, tma, persistent = extra[:4]
+        extra = tuple(self.tiles.get(which, ()))[2:] + (None, None, None)
+        occ, lat, tma = extra[:3]
         loads = (f", latency={lat}" if lat else "") + (", allow_tma=False" if tma is False
                                                          else "")
-        hints = (f", occupancy={occ or OCCUPANCY}" + self._dependent()
-                 + (', schedule="persistent"' if persistent else ""))
-        return template.kernel(dt=self.dtype.name, hints=hints, lat=loads)
+        return template.kernel(dt=self.dtype.name, hints=f", occupancy={occ or OCCUPANCY}",
+                               lat=loads)
 
-    def _dependent(self) -> str:
-        """The hint that launches a kernel of the step as a programmatic dependent launch."""
-        return ", dependent_launch=True" if self.dependent_launch else ""
-
-    def _small(self) -> str:
-        """The load options of attention's small loads (position, tables, q/k/v rows, norm
-        weights) and the combine's."""
-        return ", allow_tma=False" if self.plain_loads else ""
+    @property
+    def attention_mma(self) -> bool:
+        """Whether attention's scores and P·V run on the tensor cores (16-bit storage: the
+        products of two bf16/f16 values are exact in their f32 accumulators) or as broadcast
+        products in f32 (an f32 model: the tensor cores' f32 path may round to TF32)."""
+        return self.dtype.itemsize == 2
 
     # --- the step --------------------------------------------------------------------------------
     def _plan(self) -> list[Launch]:
@@ -249,17 +241,16 @@ class Qwen3:
         c, B, dt = self.config, self.batch, self.dtype.name
         h, kv, g, d = c.hidden_size, c.num_key_value_heads, c.group, c.head_dim
         heads = c.num_attention_heads + 2 * kv
-        occ = f", occupancy={OCCUPANCY}" + self._dependent()
+        occ = f", occupancy={OCCUPANCY}"
         kernels = SimpleNamespace(
             rms=self._gemv(D.RMS_GEMV, "qkv"),
             swiglu=self._gemv(D.RMS_GEMV_SWIGLU, "gate_up"),
             res=self._gemv(D.GEMV_RESIDUAL, "o"),
             res_d=self._gemv(D.GEMV_RESIDUAL, "down"),
-            attend=(D.ATTENTION_DECODE_UNSAFE if self.unsafe_append else
-                    D.ATTENTION_DECODE_MMA if self.attention == "mma" else D.ATTENTION_DECODE)
-            .kernel(dt=dt, hints=occ, small=self._small()),
-            combine=D.ATTENTION_COMBINE.kernel(dt=dt, hints=self._dependent(),
-                                               small=self._small()))
+            attend=(D.ATTENTION_DECODE_UNSAFE if self.unsafe_append else D.ATTENTION_DECODE)
+            .kernel(dt=dt, hints=occ,
+                    small=", allow_tma=False" if self.attention_mma else ""),
+            combine=D.ATTENTION_COMBINE.kernel(dt=dt))
         # views shared by every layer's launches
         views = SimpleNamespace(
             qkv3=self.qkv.reshape(B * heads, 2, d // 2),
@@ -316,7 +307,7 @@ class Qwen3:
                 self.sm.partition_mut((1, g, 1)), qkv3, w[p + "self_attn.q_norm.weight"]
                 .reshape(2, d // 2), w[p + "self_attn.k_norm.weight"].reshape(2, d // 2),
                 self.cos, self.sin, self.pos, kv, eps, qk_scale, HD=d // 2,
-                **({"MQ": max(g, 16)} if self.attention == "mma" else {})),
+                MMA=int(self.attention_mma), MQ=max(g, 16)),
             (kv_step if self.unsafe_append else 2 * kv_step)
             + self.part.nbytes + 2 * self.mx.nbytes, 2 * g * kv_step // it)
         add(f"L{n}.combine", combine,
@@ -355,7 +346,7 @@ class Qwen3:
                          eps, c.vocab_size, BK=th[1]),
             w["lm_head"].nbytes + self.logits.nbytes + 2 * self.best.nbytes,
             2 * B * w["lm_head"].size)
-        am = D.ARGMAX.kernel(hints=self._dependent())
+        am = D.ARGMAX.kernel()
         bb = _pow2(B)
         add("argmax", am,
             lambda: am(self.token.partition_mut((bb, 1)), self.pos.partition_mut((1, 1)),

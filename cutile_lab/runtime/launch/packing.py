@@ -29,11 +29,7 @@ def core_launch(*args):
 
 def raw_launch(plan, entry):
     """The entry's RawLaunch, or False where one cannot be had (then ``cuda.core.launch``
-    launches it). A dependent launch (``plan.dependent``) goes through cuda.core, whose launch
-    configuration carries the programmatic-serialization attribute."""
-    if plan.dependent:
-        entry.raw = False
-        return False
+    launches it)."""
     raw, plan.function = driver.raw_launch(plan.kernel, pad3(entry.grid), plan.block,
                                            entry.template, plan.function)
     entry.raw = raw

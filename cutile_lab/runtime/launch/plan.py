@@ -30,9 +30,9 @@ class LaunchPlan:
     """A compiled, loaded specialization: everything a cached launch needs."""
 
     __slots__ = ("compiled", "kernel", "block", "params", "configs", "arch", "module",
-                 "function", "dependent")
+                 "function")
 
-    def __init__(self, compiled, kernel, block, arch, dependent: bool = False):
+    def __init__(self, compiled, kernel, block, arch):
         self.compiled = compiled
         self.kernel = kernel          # cuda.core Kernel (None on the simulator)
         self.function = None          # its CUfunction as a c_void_p, once the fast path asks
@@ -40,17 +40,12 @@ class LaunchPlan:
         self.params = compiled.params if compiled is not None else []
         self.configs: dict = {}
         self.arch = arch
-        # ``@kernel(dependent_launch=True)``: launched with programmatic stream serialization
-        # (the lowered kernel waits for its predecessor first), through cuda.core's launch
-        self.dependent = dependent
 
     def config(self, grid):
         cfg = self.configs.get(grid)
         if cfg is None:
             from cuda.core import LaunchConfig
-            cfg = self.configs[grid] = LaunchConfig(
-                grid=grid, block=self.block,
-                **({"programmatic_stream_serialization": True} if self.dependent else {}))
+            cfg = self.configs[grid] = LaunchConfig(grid=grid, block=self.block)
         return cfg
 
 
@@ -158,9 +153,7 @@ def _load_plan(kernel, info, key, consts, layouts, arch) -> LaunchPlan:
     block = compiled.max_threads_per_block
     if not block:
         block = k.attributes.max_threads_per_block()
-    from cutile_lab.compiling.lowering import is_dependent
-    plan = info.plans[key] = LaunchPlan(compiled, k, int(block), arch,
-                                        is_dependent(kernel.definition))
+    plan = info.plans[key] = LaunchPlan(compiled, k, int(block), arch)
     plan.module = module                   # keeps the module loaded
     return plan
 
