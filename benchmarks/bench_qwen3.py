@@ -434,8 +434,9 @@ def main(argv=None) -> int:
                     help="a dry run of the script on the simulator with a tiny model (no "
                          "PyTorch, timings meaningless; writes nothing under results/)")
     ap.add_argument("--explore", action="store_true",
-                    help="time attention chunks and GEMV tiles/hints one by one (printed and "
-                         "written to explore.json under --out), then stop")
+                    help="time the step and its kernels for each entry of EXPLORE (model "
+                         "options), one by one (printed and written to explore.json under "
+                         "--out), then stop")
     ap.add_argument("--floor", action="store_true",
                     help="with --explore: also time a graph of trivial launches")
     ap.add_argument("--compile-child", action="store_true", help=argparse.SUPPRESS)
