@@ -184,48 +184,58 @@ def sweep_tiles(model, stream, deadline: float) -> tuple[dict, list[dict]]:
 
 
 # --explore: what each knob does on the device, one line per try (benchmarks/NOTES.md keeps
-# what was learnt). GEMV entries are (BM, BK, occupancy, latency hint of the weight loads).
-EXPLORE_GEMV = {
-    "qkv": [(16, 512, 2), (8, 512, 4), (8, 1024, 4)],
-    "o": [(16, 512, 2), (32, 256, 1)],
-    "down": [(16, 512, 2), (8, 512, 4)],
-    "gate_up": [(16, 256, 2), (8, 512, 4), (8, 256, 4)],
-    "lm_head": [(16, 512, 2), (8, 512, 4)],
-}
+# what was learnt): model options (``Qwen3.variant``) and the kinds of launch timed alone.
+# GEMV tiles: the fastest of session 5's sweep on an H100 (BM, BK, occupancy).
+EXPLORE_TILES = {"qkv": (8, 512, 4), "o": (32, 256, 1), "gate_up": (8, 512, 2),
+                 "down": (16, 512, 2), "lm_head": (16, 512, 2)}
+ALL_KINDS = ("qkv", "attention", "combine", "o_proj", "gate_up", "down")
+EXPLORE = [
+    ("default", {}, ALL_KINDS),
+    ("chunk 128", {"chunk": 128}, ("attention", "combine")),
+]
+
+
+def launch_floor(stream, launches: int = 219) -> dict:
+    """Microseconds per launch of a graph of ``launches`` dependent launches of a kernel that
+    copies one (1, 64) tile per instance, with 1 and with 264 instances: what a kernel boundary
+    costs inside the step's graph before any bytes move."""
+    import cutile_lab as cl
+    from cutile_lab.kernels import decode as D
+    copy = D.COPY.kernel(dt="f32")
+    out = {}
+    for rows in (1, 264):
+        a, b = cl.zeros((rows, 64), "f32").sync(), cl.zeros((rows, 64), "f32").sync()
+        g = cl.graph(lambda: cl.zip(*[copy(b.partition_mut((1, 64)), a)
+                                      for _ in range(launches)]))
+        t = median(times(lambda: g.launch(1, stream), stream, warmup=2, repeats=10))
+        out[f"us_per_launch_{rows}_instances"] = 1e6 * t / launches
+    return out
 
 
 def explore(model, args, stream, deadline: float) -> list[dict]:
-    """Attention chunk sizes (the step and its attention kernels) and GEMV tiles and hints,
-    each timed alone; stops trying at ``deadline``."""
+    """Each entry of ``EXPLORE``: the step (one graph) and the kinds of launch it names alone,
+    with ``EXPLORE_TILES``; stops trying at ``deadline``. ``--floor`` adds the launch floor."""
     rows = []
-    for ch in (64, 128):
+    if args.floor:
+        try:
+            r = {"what": "launch_floor", **launch_floor(stream)}
+        except Exception as e:
+            r = {"what": "launch_floor", "error": f"{type(e).__name__}: {e}"}
+        print(r, flush=True)
+        rows.append(r)
+    for label, options, kinds in EXPLORE:
         if time.perf_counter() > deadline:
             break
         try:
-            v = model.variant(chunk=ch)
-            r = time_lab(v, args.context, args.steps, stream)
-            r.update(what="chunk", chunk=ch, attention_us=1e6 * kind_seconds(v, "attention",
-                     stream), combine_us=1e6 * kind_seconds(v, "combine", stream),
-                     unsafe_attention_us=1e6 * kind_seconds(v.variant(unsafe_append=True),
-                                                            "attention", stream))
+            v = model.variant(**{"tiles": EXPLORE_TILES, **options})
+            r = {"what": label, **time_lab(v, args.context, args.steps, stream)}
+            for kind in kinds:
+                r[f"{kind}_us"] = 1e6 * kind_seconds(v, kind, stream)
             del v
         except Exception as e:
-            r = {"what": "chunk", "chunk": ch, "error": f"{type(e).__name__}: {e}"}
+            r = {"what": label, "error": f"{type(e).__name__}: {e}"[:600]}
         print(r, flush=True)
         rows.append(r)
-    for which, cands in EXPLORE_GEMV.items():
-        kind = {"o": "o_proj"}.get(which, which)
-        for cand in cands:
-            if time.perf_counter() > deadline:
-                break
-            try:
-                v = model.variant(tiles={which: cand}, max_seq=model.chunk)
-                r = {"what": kind, "tile": cand, "us": 1e6 * kind_seconds(v, kind, stream)}
-                del v
-            except Exception as e:
-                r = {"what": kind, "tile": cand, "error": f"{type(e).__name__}: {e}"}
-            print(r, flush=True)
-            rows.append(r)
     return rows
 
 
@@ -424,8 +434,11 @@ def main(argv=None) -> int:
                     help="a dry run of the script on the simulator with a tiny model (no "
                          "PyTorch, timings meaningless; writes nothing under results/)")
     ap.add_argument("--explore", action="store_true",
-                    help="time attention chunks and GEMV tiles/hints one by one (printed and "
-                         "written to explore.json under --out), then stop")
+                    help="time the step and its kernels for each entry of EXPLORE (model "
+                         "options), one by one (printed and written to explore.json under "
+                         "--out), then stop")
+    ap.add_argument("--floor", action="store_true",
+                    help="with --explore: also time a graph of trivial launches")
     ap.add_argument("--compile-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.compile_child:
@@ -486,8 +499,7 @@ def main(argv=None) -> int:
         except Exception as e:
             result["errors"].append(f"copy bandwidth: {type(e).__name__}: {e}")
     if args.explore:
-        base = time_lab(model, args.context, args.steps, stream)
-        print("default step", base, flush=True)
+        base = {}
         found = explore(model, args, stream, t_start + args.budget)
         if args.out:
             Path(args.out).mkdir(parents=True, exist_ok=True)

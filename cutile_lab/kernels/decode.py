@@ -21,7 +21,14 @@ batch), where every weight is read once per token and the step is bound by HBM b
   writes the step's key/value row into the cache. The cache is partitioned into the blocks the
   instances own (``Mut``): the instance whose block holds the position merges the new row into
   it, and every instance stores its block back (a store on every path: the safe language's
-  rule). ``ATTENTION_DECODE_UNSAFE`` owns the same blocks but stores only the new row, from the
+  rule). With ``MMA=1`` (16-bit storage) the scores and P·V run on the tensor cores: the group's
+  G query rows, padded with zero rows to ``MQ`` (16), are the B operand of ``K · qᵀ`` (the cache
+  block is the A operand as loaded: no transpose of the block), and ``Pᵀ`` (rounded to the
+  storage dtype, as a reference that multiplies bf16 probabilities by V does) the A operand of
+  ``P · V``; the small loads of that kernel (position, tables, q/k/v rows, norm weights) are
+  plain loads (``allow_tma=False``): 11.1 against 12.0 us with TMA on an H100. ``MMA=0`` (f32
+  storage) keeps the broadcast products in f32, where the tensor cores may round to TF32.
+  ``ATTENTION_DECODE_UNSAFE`` owns the same blocks but stores only the new row, from the
   one instance whose block holds it, in a justified ``unsafe`` block (a partial store at a
   device-held index); the benchmark measures one against the other.
   ``ATTENTION_COMBINE`` merges the blocks' partial results (log-sum-exp in base 2), in one
@@ -156,49 +163,65 @@ def attention_decode_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]], vc: Mut[Tensor[{dt}
                           qn: Tensor[{dt}, "?, ?"], kn: Tensor[{dt}, "?, ?"],
                           cos: Tensor[f32, "?, ?"], sin: Tensor[f32, "?, ?"],
                           pos: Tensor[i32, "?, ?"], kv_heads: i32, eps: f32, qk_scale: f32,
-                          HD: Const[int] = 64):
+                          HD: Const[int] = 64, MMA: Const[int] = 0, MQ: Const[int] = 16):
     bg = tile_id(0)
     blk = tile_id(1)
     b = bg // kv_heads
     g = bg - b * kv_heads
     kold = kc.load()
     vold = vc.load()
-    p = reshape(load_tile(pos, (0, 0), (1, 1)), ())
+    p = reshape(load_tile(pos, (0, 0), (1, 1){small}), ())
     row0 = b * kv_heads * (G + 2)
-    cs = reshape(load_tile(cos, (p, 0), (1, HD)), (1, 1, HD))
-    sn = reshape(load_tile(sin, (p, 0), (1, HD)), (1, 1, HD))
+    cs = reshape(load_tile(cos, (p, 0), (1, HD){small}), (1, 1, HD))
+    sn = reshape(load_tile(sin, (p, 0), (1, HD){small}), (1, 1, HD))
     first = reshape(arange(2, dtype=i32), (1, 2, 1)) == 0
-    tq = load_tile(qkv, (row0 // G + g, 0, 0), (G, 2, HD)).astype(f32)
+    tq = load_tile(qkv, (row0 // G + g, 0, 0), (G, 2, HD){small}).astype(f32)
     rq = rsqrt(sum(sum(tq * tq, axis=2, keepdims=True), axis=1, keepdims=True) / D + eps)
-    wq = reshape(load_tile(qn, (0, 0), (2, HD)), (1, 2, HD)).astype(f32)
+    wq = reshape(load_tile(qn, (0, 0), (2, HD){small}), (1, 2, HD)).astype(f32)
     tq = ((tq * rq).astype({dt}).astype(f32) * wq).astype({dt}).astype(f32)
     q1 = sum(where(first, tq, 0.0), axis=1, keepdims=True)
     q2 = sum(where(first, 0.0, tq), axis=1, keepdims=True)
     tq = tq * cs + where(first, 0.0 - q2, q1) * sn
-    q = reshape(tq.astype({dt}).astype(f32), (G, 1, D))
-    tk = load_tile(qkv, (row0 + kv_heads * G + g, 0, 0), (1, 2, HD)).astype(f32)
+    q = reshape(tq.astype({dt}).astype(f32), (1, G, D))
+    tk = load_tile(qkv, (row0 + kv_heads * G + g, 0, 0), (1, 2, HD){small}).astype(f32)
     rk = rsqrt(sum(sum(tk * tk, axis=2, keepdims=True), axis=1, keepdims=True) / D + eps)
-    wk = reshape(load_tile(kn, (0, 0), (2, HD)), (1, 2, HD)).astype(f32)
+    wk = reshape(load_tile(kn, (0, 0), (2, HD){small}), (1, 2, HD)).astype(f32)
     tk = ((tk * rk).astype({dt}).astype(f32) * wk).astype({dt}).astype(f32)
     k1 = sum(where(first, tk, 0.0), axis=1, keepdims=True)
     k2 = sum(where(first, 0.0, tk), axis=1, keepdims=True)
     tk = tk * cs + where(first, 0.0 - k2, k1) * sn
     knew = reshape(tk.astype({dt}), (1, 1, D))
-    vnew = reshape(load_tile(qkv, (row0 + kv_heads * (G + 1) + g, 0, 0), (1, 2, HD)),
+    vnew = reshape(load_tile(qkv, (row0 + kv_heads * (G + 1) + g, 0, 0), (1, 2, HD){small}),
                    (1, 1, D))
     at = reshape(arange(CH, dtype=i32), (1, CH, 1)) + blk * CH
     kb = where(at == p, knew, kold)
     vb = where(at == p, vnew, vold)
     kc.store(kb)
     vc.store(vb)
-    valid = reshape(arange(CH, dtype=i32), (1, CH)) + blk * CH <= p
-    s = where(valid, sum(q * kb.astype(f32), axis=2), -1.0e30)
-    m = max(s, axis=1, keepdims=True)
-    pr = where(valid, exp2((s - m) * qk_scale), 0.0)
-    part.store(reshape(sum(reshape(pr, (G, CH, 1)) * vb.astype(f32), axis=1), (1, G, D)))
-    mx.store(reshape(m * qk_scale, (1, G, 1)))
-    sm.store(reshape(sum(pr, axis=1, keepdims=True), (1, G, 1)))
-''')
+    if MMA:
+        lead = reshape(arange(MQ // G, dtype=i32), (MQ // G, 1, 1)) == 0
+        qt = transpose(reshape(where(lead, q, 0.0).astype({dt}), (MQ, D)))
+        st = mma(reshape(kb, (CH, D)), qt, full((CH, MQ), 0.0, dtype=f32))
+        valid = reshape(arange(CH, dtype=i32), (CH, 1)) + blk * CH <= p
+        st = where(valid, st, -1.0e30)
+        m = max(st, axis=0, keepdims=True)
+        pt = where(valid, exp2((st - m) * qk_scale), 0.0)
+        o = mma(transpose(pt.astype({dt})), reshape(vb, (CH, D)), full((MQ, D), 0.0, dtype=f32))
+        part.store(reshape(sum(where(lead, reshape(o, (MQ // G, G, D)), 0.0), axis=0),
+                           (1, G, D)))
+        mx.store(reshape(sum(where(lead, reshape(m * qk_scale, (MQ // G, G, 1)), 0.0), axis=0),
+                         (1, G, 1)))
+        sm.store(reshape(sum(where(lead, reshape(sum(pt, axis=0, keepdims=True),
+                                                 (MQ // G, G, 1)), 0.0), axis=0), (1, G, 1)))
+    else:
+        valid = reshape(arange(CH, dtype=i32), (1, CH)) + blk * CH <= p
+        s = where(valid, sum(reshape(q, (G, 1, D)) * kb.astype(f32), axis=2), -1.0e30)
+        m = max(s, axis=1, keepdims=True)
+        pr = where(valid, exp2((s - m) * qk_scale), 0.0)
+        part.store(reshape(sum(reshape(pr, (G, CH, 1)) * vb.astype(f32), axis=1), (1, G, D)))
+        mx.store(reshape(m * qk_scale, (1, G, 1)))
+        sm.store(reshape(sum(pr, axis=1, keepdims=True), (1, G, 1)))
+''', small="")
 
 ATTENTION_DECODE_UNSAFE = template('''
 @kernel(opt_level=3{hints})
@@ -210,35 +233,36 @@ def attention_decode_unsafe_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]],
                                  qn: Tensor[{dt}, "?, ?"], kn: Tensor[{dt}, "?, ?"],
                                  cos: Tensor[f32, "?, ?"], sin: Tensor[f32, "?, ?"],
                                  pos: Tensor[i32, "?, ?"], kv_heads: i32, eps: f32,
-                                 qk_scale: f32, HD: Const[int] = 64):
+                                 qk_scale: f32, HD: Const[int] = 64, MMA: Const[int] = 0,
+                                 MQ: Const[int] = 16):
     bg = tile_id(0)
     blk = tile_id(1)
     b = bg // kv_heads
     g = bg - b * kv_heads
     kold = kc.load()
     vold = vc.load()
-    p = reshape(load_tile(pos, (0, 0), (1, 1)), ())
+    p = reshape(load_tile(pos, (0, 0), (1, 1){small}), ())
     row0 = b * kv_heads * (G + 2)
-    cs = reshape(load_tile(cos, (p, 0), (1, HD)), (1, 1, HD))
-    sn = reshape(load_tile(sin, (p, 0), (1, HD)), (1, 1, HD))
+    cs = reshape(load_tile(cos, (p, 0), (1, HD){small}), (1, 1, HD))
+    sn = reshape(load_tile(sin, (p, 0), (1, HD){small}), (1, 1, HD))
     first = reshape(arange(2, dtype=i32), (1, 2, 1)) == 0
-    tq = load_tile(qkv, (row0 // G + g, 0, 0), (G, 2, HD)).astype(f32)
+    tq = load_tile(qkv, (row0 // G + g, 0, 0), (G, 2, HD){small}).astype(f32)
     rq = rsqrt(sum(sum(tq * tq, axis=2, keepdims=True), axis=1, keepdims=True) / D + eps)
-    wq = reshape(load_tile(qn, (0, 0), (2, HD)), (1, 2, HD)).astype(f32)
+    wq = reshape(load_tile(qn, (0, 0), (2, HD){small}), (1, 2, HD)).astype(f32)
     tq = ((tq * rq).astype({dt}).astype(f32) * wq).astype({dt}).astype(f32)
     q1 = sum(where(first, tq, 0.0), axis=1, keepdims=True)
     q2 = sum(where(first, 0.0, tq), axis=1, keepdims=True)
     tq = tq * cs + where(first, 0.0 - q2, q1) * sn
-    q = reshape(tq.astype({dt}).astype(f32), (G, 1, D))
-    tk = load_tile(qkv, (row0 + kv_heads * G + g, 0, 0), (1, 2, HD)).astype(f32)
+    q = reshape(tq.astype({dt}).astype(f32), (1, G, D))
+    tk = load_tile(qkv, (row0 + kv_heads * G + g, 0, 0), (1, 2, HD){small}).astype(f32)
     rk = rsqrt(sum(sum(tk * tk, axis=2, keepdims=True), axis=1, keepdims=True) / D + eps)
-    wk = reshape(load_tile(kn, (0, 0), (2, HD)), (1, 2, HD)).astype(f32)
+    wk = reshape(load_tile(kn, (0, 0), (2, HD){small}), (1, 2, HD)).astype(f32)
     tk = ((tk * rk).astype({dt}).astype(f32) * wk).astype({dt}).astype(f32)
     k1 = sum(where(first, tk, 0.0), axis=1, keepdims=True)
     k2 = sum(where(first, 0.0, tk), axis=1, keepdims=True)
     tk = tk * cs + where(first, 0.0 - k2, k1) * sn
     knew = reshape(tk.astype({dt}), (1, 1, D))
-    vnew = reshape(load_tile(qkv, (row0 + kv_heads * (G + 1) + g, 0, 0), (1, 2, HD)),
+    vnew = reshape(load_tile(qkv, (row0 + kv_heads * (G + 1) + g, 0, 0), (1, 2, HD){small}),
                    (1, 1, D))
     at = reshape(arange(CH, dtype=i32), (1, CH, 1)) + blk * CH
     kb = where(at == p, knew, kold)
@@ -255,14 +279,30 @@ def attention_decode_unsafe_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]],
         if p // CH == blk:
             store(kc, index=(bg, p, 0), tile=knew)
             store(vc, index=(bg, p, 0), tile=vnew)
-    valid = reshape(arange(CH, dtype=i32), (1, CH)) + blk * CH <= p
-    s = where(valid, sum(q * kb.astype(f32), axis=2), -1.0e30)
-    m = max(s, axis=1, keepdims=True)
-    pr = where(valid, exp2((s - m) * qk_scale), 0.0)
-    part.store(reshape(sum(reshape(pr, (G, CH, 1)) * vb.astype(f32), axis=1), (1, G, D)))
-    mx.store(reshape(m * qk_scale, (1, G, 1)))
-    sm.store(reshape(sum(pr, axis=1, keepdims=True), (1, G, 1)))
-''')
+    if MMA:
+        lead = reshape(arange(MQ // G, dtype=i32), (MQ // G, 1, 1)) == 0
+        qt = transpose(reshape(where(lead, q, 0.0).astype({dt}), (MQ, D)))
+        st = mma(reshape(kb, (CH, D)), qt, full((CH, MQ), 0.0, dtype=f32))
+        valid = reshape(arange(CH, dtype=i32), (CH, 1)) + blk * CH <= p
+        st = where(valid, st, -1.0e30)
+        m = max(st, axis=0, keepdims=True)
+        pt = where(valid, exp2((st - m) * qk_scale), 0.0)
+        o = mma(transpose(pt.astype({dt})), reshape(vb, (CH, D)), full((MQ, D), 0.0, dtype=f32))
+        part.store(reshape(sum(where(lead, reshape(o, (MQ // G, G, D)), 0.0), axis=0),
+                           (1, G, D)))
+        mx.store(reshape(sum(where(lead, reshape(m * qk_scale, (MQ // G, G, 1)), 0.0), axis=0),
+                         (1, G, 1)))
+        sm.store(reshape(sum(where(lead, reshape(sum(pt, axis=0, keepdims=True),
+                                                 (MQ // G, G, 1)), 0.0), axis=0), (1, G, 1)))
+    else:
+        valid = reshape(arange(CH, dtype=i32), (1, CH)) + blk * CH <= p
+        s = where(valid, sum(reshape(q, (G, 1, D)) * kb.astype(f32), axis=2), -1.0e30)
+        m = max(s, axis=1, keepdims=True)
+        pr = where(valid, exp2((s - m) * qk_scale), 0.0)
+        part.store(reshape(sum(reshape(pr, (G, CH, 1)) * vb.astype(f32), axis=1), (1, G, D)))
+        mx.store(reshape(m * qk_scale, (1, G, 1)))
+        sm.store(reshape(sum(pr, axis=1, keepdims=True), (1, G, 1)))
+''', small="")
 
 ATTENTION_COMBINE = template('''
 @kernel(opt_level=3{hints})

@@ -6,7 +6,8 @@ of sequences in lockstep. The configurations (``Qwen3Config``) and weights (``lo
 of ``cutile_lab.kernels.decode``:
 
     qkv  = rms_gemv(x, input_norm, [Wq; Wk; Wv])             RMSNorm fused into the projection
-    part = attention_decode(qkv, cache, pos)                   q/k norm, RoPE, cache append, split
+    part = attention_decode(qkv, cache, pos)                   q/k norm, RoPE, cache append, split;
+                                                               tensor cores for bf16/f16
     attn = attention_combine(part)                             the split's log-sum-exp merge
     x'   = gemv_residual(attn, Wo, x)                          the residual add fused
     h    = rms_gemv_swiglu(x', post_norm, Wg, Wu)              RMSNorm and SwiGLU fused
@@ -227,6 +228,13 @@ class Qwen3:
         return template.kernel(dt=self.dtype.name, hints=f", occupancy={occ or OCCUPANCY}",
                                lat=loads)
 
+    @property
+    def attention_mma(self) -> bool:
+        """Whether attention's scores and P·V run on the tensor cores (16-bit storage: the
+        products of two bf16/f16 values are exact in their f32 accumulators) or as broadcast
+        products in f32 (an f32 model: the tensor cores' f32 path may round to TF32)."""
+        return self.dtype.itemsize == 2
+
     # --- the step --------------------------------------------------------------------------------
     def _plan(self) -> list[Launch]:
         """The launches of one decode step, in order: the embedding, six per layer, the head."""
@@ -240,7 +248,8 @@ class Qwen3:
             res=self._gemv(D.GEMV_RESIDUAL, "o"),
             res_d=self._gemv(D.GEMV_RESIDUAL, "down"),
             attend=(D.ATTENTION_DECODE_UNSAFE if self.unsafe_append else D.ATTENTION_DECODE)
-            .kernel(dt=dt, hints=occ),
+            .kernel(dt=dt, hints=occ,
+                    small=", allow_tma=False" if self.attention_mma else ""),
             combine=D.ATTENTION_COMBINE.kernel(dt=dt))
         # views shared by every layer's launches
         views = SimpleNamespace(
@@ -297,7 +306,8 @@ class Qwen3:
                 self.part.partition_mut((1, g, d)), self.mx.partition_mut((1, g, 1)),
                 self.sm.partition_mut((1, g, 1)), qkv3, w[p + "self_attn.q_norm.weight"]
                 .reshape(2, d // 2), w[p + "self_attn.k_norm.weight"].reshape(2, d // 2),
-                self.cos, self.sin, self.pos, kv, eps, qk_scale, HD=d // 2),
+                self.cos, self.sin, self.pos, kv, eps, qk_scale, HD=d // 2,
+                MMA=int(self.attention_mma), MQ=max(g, 16)),
             (kv_step if self.unsafe_append else 2 * kv_step)
             + self.part.nbytes + 2 * self.mx.nbytes, 2 * g * kv_step // it)
         add(f"L{n}.combine", combine,
