@@ -152,10 +152,13 @@ def wait_for(tensor) -> None:
             wait_flight(f)
 
 
-def partition(tensor, tile_shape) -> Partition:
+def partition(tensor, tile_shape, where=None) -> Partition:
+    """``tensor.partition(tile_shape)``: the move (``where``: the user's line, found when not
+    given)."""
     tensor._check("partition it", host=False)
     tile = _tile_shape(tensor, tile_shape)
-    where = user_site(2)
+    if where is None:
+        where = user_site(2)
     # views of this memory taken before the move end with it (E0505); the partition's own
     # view, made just after, lives on
     storage = tensor.storage
@@ -211,10 +214,16 @@ def raise_dead_view(view, what: str, where=None, how: str = "read") -> None:
                "that is still borrowed)"])])
 
 
-def partition_mut(tensor, tile_shape) -> Partition:
-    tensor._check("borrow it mutably (partition_mut)", host=False)
-    tile = _tile_shape(tensor, tile_shape)
-    return Partition(tensor._alias(), tile, "borrow", source=tensor, origin=user_site(2))
+def partition_mut(tensor, tile_shape, where=None) -> Partition:
+    """``tensor.partition_mut(tile_shape)`` (``where``: the user's line, found when not given)."""
+    if tensor.moved is not None or tensor.storage.moves is not None:
+        tensor._check("borrow it mutably (partition_mut)", host=False)
+    if type(tile_shape) is int and tile_shape > 0 and len(tensor.shape) == 1:
+        tile = (tile_shape,)          # the common case: every check of ``_tile_shape`` passes
+    else:
+        tile = _tile_shape(tensor, tile_shape)
+    return Partition(tensor._alias(), tile, "borrow", tensor,
+                     where if where is not None else user_site(2))
 
 
 __all__ = ["Partition", "partition", "partition_mut", "wait_for"]

@@ -59,11 +59,11 @@ def prepare_launch(op, entry, values: dict, ctx) -> None:
     """Nothing to compile or pack: the simulator runs the checked kernel itself."""
 
 
-def launch(op, values: dict, entry, ctx) -> tuple:
-    """Simulate the launch (``op._run_sim``: the kernel checked once, then ``run_simulated``);
-    nothing for a restart to reuse."""
+def launch(op, values: dict, start, ctx) -> None:
+    """Simulate the launch (``op._run_sim``: the kernel checked once, then ``run_simulated``)
+    of ``start``'s entry (a ``ReusableStart``)."""
+    entry = start.entry
     op._run_sim(values, entry.consts, entry.grid)
-    return None, (), None
 
 
 def wait(flight) -> None:

@@ -20,6 +20,8 @@ from cutile_lab.diagnostics import Span
 from cutile_lab.errors import LaunchError
 from cutile_lab.language.dtypes import DType
 from cutile_lab.runtime import ownership
+from cutile_lab.runtime import partition as _partition
+from cutile_lab.runtime.callsite import user_site
 from cutile_lab.runtime.dtypes import numpy_dtype, to_dlpack, typestr
 from cutile_lab.runtime.memory import HostStorage, Storage
 
@@ -388,14 +390,12 @@ class Tensor:
     # --- partitions (see runtime.partition) ---------------------------------------------------
     def partition(self, tile_shape):
         """Move this tensor into a ``Partition`` of ``tile_shape`` tiles (this name dies)."""
-        from cutile_lab.runtime.partition import partition
-        return partition(self, tile_shape)
+        return _partition.partition(self, tile_shape, user_site(2))
 
     def partition_mut(self, tile_shape):
         """Borrow this tensor mutably as a ``Partition``; usable again once the work is done.
         Also a context manager: ``with t.partition_mut(128) as p: ...``."""
-        from cutile_lab.runtime.partition import partition_mut
-        return partition_mut(self, tile_shape)
+        return _partition.partition_mut(self, tile_shape, user_site(2))
 
 
 __all__ = ["Tensor", "c_strides", "normalize_shape"]

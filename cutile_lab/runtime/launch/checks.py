@@ -47,23 +47,23 @@ def raise_moved(label: str, values: dict, where) -> None:
             raise_dead_view(v, f"pass it to `{label}` as `{name}`", where, "launch")
 
 
-def check_in_flight(values, entry, ctx, where, reuse=None) -> None:
-    """TL104/TL105: the launch's arrays against the borrows of work in flight on other streams
-    (``reuse``: the op's ``ReusableStart``, which keeps the arguments and their byte ranges)."""
-    borrows = reuse.borrows if reuse is not None and reuse.entry is entry else None
-    if borrows is None:
+def check_in_flight(start, ctx, where) -> None:
+    """TL104/TL105: a launch's arrays against the borrows of work in flight on other streams.
+    ``start``: the launch's ``ReusableStart`` (its entry, arguments and borrows); what the check
+    needs of them — [(param, tensor, mut)] and their byte ranges — is kept on it."""
+    in_flight = start.in_flight
+    if in_flight is None:
+        values = start.values
         args = []
-        for name, mut in entry.arrays:
+        for name, mut in start.entry.arrays:
             v = values[name]
             if type(v) is Partition:
                 # a borrowing partition is checked (and named) as the tensor it lends
                 v = v._source if v._source is not None else v.tensor
             args.append((name, v, mut))
-        borrows = (args, ownership.launch_ranges(args))
-        if reuse is not None and reuse.entry is entry:
-            reuse.borrows = borrows
+        in_flight = start.in_flight = (args, ownership.launch_ranges(args))
     lane = ctx.flight.lane if ctx.capture is None else ownership.NO_LANE
-    hits = ownership.check_launch_borrows(borrows[0], ctx.flight, where, lane, borrows[1])
+    hits = ownership.check_launch_borrows(in_flight[0], ctx.flight, where, lane, in_flight[1])
     if hits:
         raise OwnershipError([d for _, d in hits])
 
