@@ -130,8 +130,13 @@ def _scalar_operand(y, like):
 
 def _binary(name: str, x, y, B: int | None):
     fn = name
-    B = _v.tile_size(fn, "B", B)
-    if isinstance(y, numbers.Number) and not isinstance(y, bool):
+    if B is not None:
+        B = _v.tile_size(fn, "B", B)
+    if _v.alike(x, y, _v.NUMERIC):
+        # the common call: every check below passes (one shape, one dtype, one device)
+        if x.size and x.is_contiguous and y.is_contiguous:
+            return _binary_launch(name, x, y, x.shape, B)
+    elif isinstance(y, numbers.Number) and not isinstance(y, bool):
         [x] = _tensors(fn, ("x", 0, x))
         _v.dtype_in(fn, ("x", 0), x, _v.NUMERIC)
         y = _scalar_operand(y, x)
@@ -140,20 +145,25 @@ def _binary(name: str, x, y, B: int | None):
         _v.dtype_in(fn, ("x", 0), x, _v.NUMERIC)
         _v.same_dtype(fn, (("x", 0), x), (("y", 1), y))
     shape = _v.broadcast_shape(fn, (("x", 0), x), (("y", 1), y))
-    size = math.prod(shape)
-    if size and x.shape == y.shape == shape and x.is_contiguous and y.is_contiguous:
-        dt = x.dtype.name
-        kernel, cfg = _selected("add", None, (name, dt), lambda cfg: _elementwise.BINARY.kernel(
-            dt=dt, hints=hints_text(cfg), name=name, op=_elementwise.OPERATORS[name]))
-        if len(shape) == 1:
-            return launch_into(kernel, shape, x.dtype, B or cfg["B"], x, y)
-        flat = (size,)
-        return launch_into(kernel, flat, x.dtype, B or cfg["B"], x.reshape(flat),
-                           y.reshape(flat)).then(lambda z: z.reshape(shape))
+    if math.prod(shape) and x.shape == y.shape == shape and x.is_contiguous and \
+            y.is_contiguous:
+        return _binary_launch(name, x, y, shape, B)
     z = empty(shape, x.dtype)
     if z.size == 0:
         return value(z)
     return _broadcast_launch(name, z, x, y, B)
+
+
+def _binary_launch(name: str, x, y, shape, B: int | None):
+    """``x (op) y`` of two contiguous tensors of ``shape``: one launch into a new output."""
+    dt = x.dtype.name
+    kernel, cfg = _selected("add", None, (name, dt), lambda cfg: _elementwise.BINARY.kernel(
+        dt=dt, hints=hints_text(cfg), name=name, op=_elementwise.OPERATORS[name]))
+    if len(shape) == 1:
+        return launch_into(kernel, shape, x.dtype, B or cfg["B"], x, y)
+    flat = (math.prod(shape),)
+    return launch_into(kernel, flat, x.dtype, B or cfg["B"], x.reshape(flat),
+                       y.reshape(flat)).then(lambda z: z.reshape(shape))
 
 
 def _broadcast_launch(name: str, z, x, y, B: int | None):

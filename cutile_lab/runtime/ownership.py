@@ -29,6 +29,7 @@ them when the flight is released. The launch checks (``runtime.launch.checks``),
 """
 from __future__ import annotations
 
+import itertools
 import threading
 from typing import NamedTuple
 
@@ -74,30 +75,32 @@ class Borrow(NamedTuple):
     param: str                # the kernel parameter it was passed as ("" when none)
 
 
+_solo_lanes = itertools.count(-1, -1)
+
+
 class Flight:
     """One started DeviceOp chain: in flight until ``event`` completes (gpu) or it ran (sim)."""
 
     __slots__ = ("label", "_where", "event", "stream", "backend", "done", "entries", "keep",
-                 "runner", "result", "error", "published", "lane", "ready", "covered", "reuse",
+                 "result", "error", "published", "lane", "ready", "covered", "reuse",
                  "pending", "__weakref__")
 
     def __init__(self, label: str, where, backend: str, stream=None, lane=None):
-        self.lane = self if lane is None else lane   # the stream's handle on the GPU
+        # the stream's handle on the GPU; else a lane of its own, a negative number (never a
+        # handle; not the flight itself: a flight that refers to itself lives until the cyclic
+        # garbage collector runs, and with it everything its result holds)
+        self.lane = next(_solo_lanes) if lane is None else lane
         self.label = label
         self._where = where          # a Span, or (file, line) until a message needs a Span
         self.backend = backend
         self.stream = stream
-        self.event = None
-        self.done = False
         self.entries: list = []      # Borrow(lo, hi, mut, tensor, param)
         self.keep: list = []         # objects that must live until the work completes
-        self.runner = None           # sim: the deferred work
-        self.result = None
-        self.error = None
-        self.published = False
+        self.event = self.result = self.error = None
+        self.done = self.published = False
         self.ready = False           # everything it runs is enqueued
         self.covered = False         # ``event`` was recorded after it for several flights
-        self.reuse = None            # the launch's _ReusableStart whose repeated starts may join it
+        self.reuse = None            # the launch's ReusableStart whose repeated starts may join it
         self.pending = None          # the Pending handed to the starts that joined it
 
     @property
@@ -143,7 +146,8 @@ EVENT_POOL: list = []
 
 def register(flight: Flight) -> None:
     global _since_reap, _count
-    with _lock:
+    _lock.acquire()               # (``with`` costs twice as much on every launch)
+    try:
         lane = _lanes.get(flight.lane)
         if lane is None:
             _lanes[flight.lane] = [flight]
@@ -154,6 +158,8 @@ def register(flight: Flight) -> None:
         if _since_reap >= REAP_EVERY:
             _since_reap = 0
             reap()
+    finally:
+        _lock.release()
 
 
 def others_in_flight(flight: Flight | None) -> bool:
@@ -239,19 +245,27 @@ def release(flight: Flight) -> None:
     global _count
     if flight.published:
         BORROWS.release(flight)
-    with _lock:
+    _lock.acquire()
+    try:
         if flight.done:
             return
         _retire(flight)
-        lane = _lanes.get(flight.lane)
+        key = flight.lane
+        lane = _lanes.get(key)
         if lane is not None:
+            if len(lane) == 1 and lane[0] is flight:      # a lane of its own (the simulator)
+                del _lanes[key]
+                _count -= 1
+                return
             try:
                 lane.remove(flight)
                 _count -= 1
             except ValueError:
                 pass
             if not lane:
-                del _lanes[flight.lane]
+                del _lanes[key]
+    finally:
+        _lock.release()
 
 
 def release_through(flight: Flight) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime.backend import SIM
 from cutile_lab.runtime.dtypes import numpy_dtype
-from cutile_lab.runtime.memory import HostStorage
+from cutile_lab.runtime.memory import HostStorage, host_address
 from cutile_lab.runtime.ops import ExecContext, Pending
 from cutile_lab.runtime.ownership import Flight
 from cutile_lab.runtime.partition import Partition
@@ -48,10 +48,16 @@ def start(op, stream, for_sync: bool) -> Pending:
     return Pending(flight)
 
 
+_NUMPY: dict = {}                  # tile dtype name -> NumPy dtype
+
+
 def new_tensor(ctx, shape: tuple, dtype, where=None) -> Tensor:
     """An uninitialised NumPy array."""
-    flat = np.empty(math.prod(shape), dtype=numpy_dtype(dtype))
-    return Tensor.contiguous(HostStorage(flat.ctypes.data, flat.nbytes, flat), dtype, shape,
+    np_dt = _NUMPY.get(dtype.name)
+    if np_dt is None:
+        np_dt = _NUMPY[dtype.name] = numpy_dtype(dtype)
+    flat = np.empty(math.prod(shape), np_dt)
+    return Tensor.contiguous(HostStorage(host_address(flat), flat.nbytes, flat), dtype, shape,
                              where)
 
 
@@ -67,8 +73,8 @@ def launch(op, values: dict, start, ctx) -> None:
 
 
 def wait(flight) -> None:
-    """The work ran when it was started: release its borrows."""
-    ownership.release_through(flight)
+    """The work ran when it was started: release its borrows (a lane of its own)."""
+    ownership.release(flight)
 
 
 def grid_instances(tiles: int, kdef) -> int:

@@ -29,12 +29,13 @@ def _const_params(kdef) -> set[str]:
 class KernelInfo:
     """What a launch needs to know about a kernel, computed once per kernel."""
 
-    __slots__ = ("kdef", "names", "consts", "generics", "checked", "plans", "roles", "entries",
-                 "recent")
+    __slots__ = ("kdef", "name", "names", "consts", "generics", "checked", "plans", "roles",
+                 "entries", "recent")
 
     def __init__(self, kernel):
         kdef = kernel.definition
         self.kdef = kdef
+        self.name = kdef.name
         self.names = [p.name for p in kdef.params]
         self.consts = _const_params(kdef)
         self.generics = set(kdef.const_generics)
@@ -50,6 +51,7 @@ class KernelInfo:
 
 
 def kernel_info(kernel) -> KernelInfo:
+    """The kernel's ``KernelInfo`` (made again when its definition was replaced)."""
     info = kernel.__dict__.get("_launch_info")
     if info is None or info.kdef is not kernel.definition:
         info = KernelInfo(kernel)

@@ -73,23 +73,24 @@ _borrow = functools.partial(tuple.__new__, Borrow)      # Borrow(...) at a plain
 
 def borrows_of(entry, values) -> tuple[list, list]:
     """(the in-flight record's ``Borrow``s of a launch — what it reads and writes —, the
-    objects the work keeps alive)."""
+    objects the work keeps alive: its tensors and partitions). A borrowing partition borrows
+    the tensor it lends (its own view of it covers the very same bytes)."""
     borrows, keep = [], []
     for name, mut in entry.arrays:
         v = values[name]
         if type(v) is Partition:
-            keep.append(v)
             t = v.tensor
-            src = v._source         # a borrowing partition: the lent tensor too
+            keep.append(v)
+            keep.append(t)
+            src = v._source
             if src is not None:
-                lo, hi = src.range
-                borrows.append(_borrow((lo, hi, True, src, name)))
+                t = src
         else:
             t = v
+            keep.append(t)
         lo, hi = t.range
         if hi > lo:
             borrows.append(_borrow((lo, hi, mut, t, name)))
-        keep.append(t)
     return borrows, keep
 
 

@@ -101,7 +101,7 @@ class LaunchOp(DeviceOp):
     def __init__(self, kernel, args, kwargs, grid=None, where=None):
         self.kernel = kernel
         self.info = info = kernel_info(kernel)
-        self.label = kernel.name
+        self.label = info.name
         self._where = where if where is not None else user_site(2)
         if grid is not None:
             self.grid = normalize_grid(grid)
@@ -215,11 +215,15 @@ class LaunchOp(DeviceOp):
         joined = flight.reuse is s            # a joined flight holds these borrows already
         # published before the check, both under the registry's lock: of two threads racing
         # for the same memory, the second to take the lock sees the first's borrows
-        with ownership._lock:
+        lock = ownership._lock
+        lock.acquire()
+        try:
             if not joined:
                 flight.entries.extend(s.borrows)
             if ownership._count > len(ownership._lanes.get(flight.lane, ())):
                 checks.check_in_flight(s, ctx, self._where)
+        finally:
+            lock.release()
         if measure:
             STATS["check_s"] += time.perf_counter() - t0
             STATS["checks"] += 1
@@ -344,7 +348,7 @@ class OutputLaunchOp(LaunchOp):
     _plain = False
 
     def __init__(self, kernel, shape, dtype, tile, args, kwargs, where=None):
-        key = (shape, dtype, tile)
+        key = (shape, getattr(dtype, "name", dtype), tile)   # a DType hashes slowly
         try:
             out = _OUTPUTS.get(key)
         except TypeError:             # a list for a shape: normalized every time
@@ -358,11 +362,21 @@ class OutputLaunchOp(LaunchOp):
                     _OUTPUTS.clear()
                 _OUTPUTS[key] = out
         self._out = out
-        LaunchOp.__init__(self, kernel, (None,) + tuple(args), kwargs, None,
-                          where if where is not None else user_site(2))
-        self._fresh = self.info.names[0]
-        self._args = None
-        self._plain = False
+        self.kernel = kernel
+        self.info = info = kernel_info(kernel)
+        self.label = info.name
+        self._where = where if where is not None else user_site(2)
+        names = info.names
+        self._fresh = names[0]
+        args = (None,) + tuple(args)
+        if not kwargs and not info.consts and len(args) == len(names):
+            self.bound = dict(zip(names, args))
+        else:
+            self.bound, consts = self._bind(args, kwargs)
+            if consts:
+                self.explicit_consts = consts
+                self._consts_key = tuple(sorted(consts.items()))
+        self.backend = backend_of(args[1:])
 
     def _resolve(self, ctx: ExecContext):
         shape, dtype, tile = self._out
