@@ -191,10 +191,12 @@ class Tensor:
     @classmethod
     def contiguous(cls, storage: Storage, dtype: DType, shape: tuple[int, ...],
                    origin=None) -> "Tensor":
-        """A C-contiguous tensor over all of ``storage`` with ``shape`` already a tuple of ints
-        (what allocation makes): ``__init__`` without its normalisation of the arguments."""
+        """A C-contiguous tensor over all of ``storage`` (``storage.nbytes`` are its elements'
+        bytes) with ``shape`` already a tuple of ints (what allocation makes): ``__init__``
+        without its normalisation of the arguments."""
         t = cls.__new__(cls)
-        t.storage, t.dtype, t.shape, t.strides = storage, dtype, shape, c_strides(shape)
+        t.storage, t.dtype, t.shape = storage, dtype, shape
+        t.strides = strides = _c_strides(shape)
         t.offset = 0
         t.id = next(_ids)
         t.moved = None
@@ -202,8 +204,8 @@ class Tensor:
         t._origin = origin
         t.name = None
         t.ptr = ptr = storage.ptr
-        t.range = (ptr, ptr + math.prod(shape) * dtype.itemsize)
-        t.key = (ptr, shape, t.strides, dtype.name, storage.backend, False)
+        t.range = (ptr, ptr + storage.nbytes)
+        t.key = (ptr, shape, strides, dtype.name, storage.backend, False)
         return t
 
     def _alias(self) -> "Tensor":

@@ -42,7 +42,7 @@ from cutile_lab.runtime.callsite import user_site
 from cutile_lab.runtime.creation import new_tensor
 from cutile_lab.runtime.dtypes import as_dtype
 from cutile_lab.runtime.launch import checks
-from cutile_lab.runtime.launch.binding import (SCALARS, KernelInfo, as_arg, backend_of,
+from cutile_lab.runtime.launch.binding import (SCALARS, as_arg, backend_of,
                                                bind_arguments, kernel_info, normalize_grid)
 from cutile_lab.runtime.launch.checks import MEASURE, STATS, borrows_of
 from cutile_lab.runtime.launch.packing import launch_core
@@ -54,6 +54,7 @@ from cutile_lab.runtime.tensor import Tensor, normalize_shape
 
 FRESH = "new output"          # the entry key's mark of a library call's new output
 _PLAIN_SCALARS = frozenset((bool, int, float))
+_PASSED = frozenset((Tensor, Partition, bool, int, float))
 
 
 class ReusableStart:
@@ -100,7 +101,10 @@ class LaunchOp(DeviceOp):
 
     def __init__(self, kernel, args, kwargs, grid=None, where=None):
         self.kernel = kernel
-        self.info = info = kernel_info(kernel)
+        info = kernel.__dict__.get("_launch_info")            # ``kernel_info``, inlined
+        if info is None or info.kdef is not kernel.definition:
+            info = kernel_info(kernel)
+        self.info = info
         self.label = info.name
         self._where = where if where is not None else user_site(2)
         if grid is not None:
@@ -377,10 +381,19 @@ class OutputLaunchOp(LaunchOp):
                 self.explicit_consts = consts
                 self._consts_key = tuple(sorted(consts.items()))
         self.backend = backend_of(args[1:])
+        # inputs that need no resolving (tensors, partitions, numbers): copied as they are
+        self._inputs_plain = all(type(v) in _PASSED or isinstance(v, SCALARS)
+                                 for v in args[1:])
 
     def _resolve(self, ctx: ExecContext):
         shape, dtype, tile = self._out
         out = self._fresh
+        where = self._where
+        if self._inputs_plain:
+            values = self.bound.copy()
+            values[out] = Partition(new_tensor(ctx, shape, dtype, where), tile, "move", None,
+                                    where)
+            return values, values
         values: dict = {}
         for name, v in self.bound.items():
             if name == out:
@@ -403,10 +416,8 @@ def launch_into(kernel, shape, dtype, tile, *args, **kwargs) -> LaunchOp:
     return OutputLaunchOp(kernel, shape, dtype, tile, args, kwargs, user_site(2))
 
 
-def _recent_start(info: KernelInfo, args) -> ReusableStart | None:
-    """The ReusableStart of the kernel's latest start if it was of the very same objects."""
-    r = info.recent
-    s = r() if r is not None else None
+def _recent_start(s: ReusableStart | None, args) -> ReusableStart | None:
+    """``s`` (the kernel's latest start, while alive) if it was of the very same objects."""
     if s is not None:
         res = s.result
         if len(res) == len(args):
@@ -429,8 +440,9 @@ def launch_op(kernel, args, kwargs) -> LaunchOp:
             grid = kwargs.pop("grid")
         return LaunchOp(kernel, args, kwargs, grid, where)
     op = LaunchOp(kernel, args, kwargs, None, where)
-    if op._args is not None and op._plain:
-        s = _recent_start(op.info, args)
+    r = op.info.recent
+    if r is not None and op._args is not None and op._plain:
+        s = _recent_start(r(), args)
         if s is not None:
             op.bound = s.values
             op._adopt(s)
