@@ -275,17 +275,18 @@ def release_through(flight: Flight) -> None:
     if flight.backend != "gpu":
         release(flight)
         return
-    with _lock:
+    _lock.acquire()
+    try:
         lane = _lanes.get(flight.lane)
-        if lane is None or flight.done:
-            release(flight)
-            return
-        try:
-            n = min(lane.index(flight), _ready_prefix(lane))
-        except ValueError:
-            n = 0
-        _release_prefix(flight.lane, lane, n)
-    release(flight)
+        if lane is not None and not flight.done and lane[0] is not flight:
+            try:
+                n = min(lane.index(flight), _ready_prefix(lane))
+            except ValueError:
+                n = 0
+            _release_prefix(flight.lane, lane, n)
+        release(flight)
+    finally:
+        _lock.release()
 
 
 def _release_prefix(key, lane: list, n: int) -> None:

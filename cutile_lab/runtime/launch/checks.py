@@ -71,27 +71,18 @@ def check_in_flight(start, ctx, where) -> None:
 _borrow = functools.partial(tuple.__new__, Borrow)      # Borrow(...) at a plain tuple's cost
 
 
-def borrows_of(entry, values) -> tuple[list, list]:
-    """(the in-flight record's ``Borrow``s of a launch — what it reads and writes —, the
-    objects the work keeps alive: its tensors and partitions). A borrowing partition borrows
-    the tensor it lends (its own view of it covers the very same bytes)."""
-    borrows, keep = [], []
+def borrows_of(entry, values) -> list:
+    """The in-flight record's ``Borrow``s of a launch: what it reads and writes. A borrowing
+    partition borrows the tensor it lends (its own view of it covers the very same bytes)."""
+    borrows = []
     for name, mut in entry.arrays:
-        v = values[name]
-        if type(v) is Partition:
-            t = v.tensor
-            keep.append(v)
-            keep.append(t)
-            src = v._source
-            if src is not None:
-                t = src
-        else:
-            t = v
-            keep.append(t)
+        t = values[name]
+        if type(t) is Partition:
+            t = t.tensor if t._source is None else t._source
         lo, hi = t.range
         if hi > lo:
             borrows.append(_borrow((lo, hi, mut, t, name)))
-    return borrows, keep
+    return borrows
 
 
 def is_mut(info, name, value) -> bool:

@@ -64,17 +64,17 @@ class ReusableStart:
     The checks that can change between two starts — moves (TL102) and in-flight work
     (TL103-TL105) — are not kept: they run on every start."""
 
-    __slots__ = ("backend", "values", "key", "entry", "movers", "borrows", "keep", "result",
+    __slots__ = ("backend", "values", "key", "entry", "objects", "borrows", "result",
                  "raw", "scalars", "packed", "in_flight", "__weakref__")
 
-    def __init__(self, backend, values, key, entry, movers, result):
+    def __init__(self, backend, values, key, entry, objects, result):
         self.backend = backend
         self.values = values          # parameter name -> argument (never mutated: shared)
         self.key = key                # the layout's key in ``KernelInfo.entries``
         self.entry = entry            # the LaunchEntry (None until prepared)
-        self.movers = movers          # objects whose ``moved`` must still be None
+        # the tensors and partitions: kept alive by the work; their moves checked every start
+        self.objects = objects
         self.borrows = None           # the in-flight record's entries: Borrow(lo, hi, mut, t, name)
-        self.keep = None              # objects the work keeps alive
         self.result = result          # what the start hands back
         self.raw = None               # gpu: the entry's RawLaunch, False where none is used
         self.scalars = ()             # gpu, raw: [(address, bytes)] of the scalar slots
@@ -204,7 +204,7 @@ class LaunchOp(DeviceOp):
         s = self._reuse
         if s is None or s.values is not values or s.backend is not ctx.backend:
             s = self._start_of(values, returned, ctx)
-        for o in s.movers:
+        for o in s.objects:
             if o.moved is not None or (type(o) is Tensor and o.storage.moves is not None
                                        and o.dead_view() is not None):
                 checks.raise_moved(self.label, values, self.where)
@@ -212,7 +212,7 @@ class LaunchOp(DeviceOp):
         if entry is None:
             entry = s.entry = prepare_entry(self, values, ctx, s.key)
         if s.borrows is None:
-            s.borrows, s.keep = borrows_of(entry, values)
+            s.borrows = borrows_of(entry, values)
         self._entry = entry
         self.diagnostics = entry.diagnostics
         flight = ctx.flight
@@ -234,7 +234,7 @@ class LaunchOp(DeviceOp):
         if entry.run:                         # an empty grid launches nothing
             ctx.backend.launch(self, values, s, ctx)
         if not joined:
-            flight.keep.extend(s.keep)
+            flight.keep.extend(s.objects)
             flight.keep.append(s)             # shared with later starts of the same objects
         return s.result
 
@@ -252,10 +252,10 @@ class LaunchOp(DeviceOp):
 
     def _start_of(self, values, returned, ctx) -> ReusableStart:
         """A new ReusableStart of ``values``: the entry cache's key of their layout (the entry
-        itself when the layout was seen) and the objects whose moves every start checks."""
+        itself when the layout was seen) and their tensors and partitions."""
         info = self.info
         parts = []
-        movers = []
+        objects = []
         for name in info.names:
             v = values.get(name)
             cls = type(v)
@@ -267,15 +267,15 @@ class LaunchOp(DeviceOp):
                     parts.append((FRESH, align(t.ptr), t.shape, t.dtype.name, v.tile_shape))
                 else:
                     parts.append((t.key, v.tile_shape))
-                    movers.append(v)
-                    movers.append(t)
+                objects.append(v)
+                objects.append(t)
             elif cls is Tensor:
                 parts.append(v.key)
-                movers.append(v)
+                objects.append(v)
             elif name in values:
                 parts.append((cls, v) if name in info.consts else cls)
         key = (ctx.backend, tuple(parts), self._consts_key, self.grid)
-        s = ReusableStart(ctx.backend, values, key, info.entries.get(key), movers,
+        s = ReusableStart(ctx.backend, values, key, info.entries.get(key), objects,
                           self._result_of(returned))
         if returned is self.bound:
             self._reuse = s
@@ -382,8 +382,12 @@ class OutputLaunchOp(LaunchOp):
                 self._consts_key = tuple(sorted(consts.items()))
         self.backend = backend_of(args[1:])
         # inputs that need no resolving (tensors, partitions, numbers): copied as they are
-        self._inputs_plain = all(type(v) in _PASSED or isinstance(v, SCALARS)
-                                 for v in args[1:])
+        plain = True
+        for v in args[1:]:
+            if type(v) not in _PASSED and not isinstance(v, SCALARS):
+                plain = False
+                break
+        self._inputs_plain = plain
 
     def _resolve(self, ctx: ExecContext):
         shape, dtype, tile = self._out
