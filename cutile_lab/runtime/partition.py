@@ -190,14 +190,15 @@ def _name_in_any_frame(obj) -> str | None:
     return None
 
 
-def raise_dead_view(view, what: str, where=None, how: str = "read") -> None:
-    """Refuse a use of a view that a later move into a partition ended (rustc's E0505)."""
+def raise_dead_view(view, what: str, where=None, how: str = "read", name=None) -> None:
+    """Refuse a use of a view that a later move into a partition ended (rustc's E0505);
+    ``name``: what the user calls it (a partition's name for the view it holds)."""
     from cutile_lab.diagnostics import Diagnostic, Label
     from cutile_lab.runtime.callsite import as_span, user_call_site, user_name_of
     _, _, _, moved_at, ref = view.dead_view()
     moved_at = as_span(moved_at)
     where = as_span(where) or user_call_site()
-    name = view.name or user_name_of(view)
+    name = name or view.name or user_name_of(view)
     moved = ref()
     base = (moved.name or _name_in_any_frame(moved)) if moved is not None else None
     this = f"`{name}`" if name else "this view"

@@ -24,6 +24,7 @@ from cutile_lab.checking.read_only import read_only_parameters
 from cutile_lab.diagnostics import Diagnostic, Span
 from cutile_lab.errors import LaunchWarning
 from cutile_lab.runtime import ownership
+from cutile_lab.runtime.callsite import as_span, user_name_of
 from cutile_lab.runtime.ownership import Borrow, OwnershipError
 from cutile_lab.runtime.partition import Partition, raise_dead_view
 from cutile_lab.runtime.tensor import Tensor
@@ -43,8 +44,17 @@ def raise_moved(label: str, values: dict, where) -> None:
             obj = v if v.moved is not None else v.tensor
             ownership.raise_use_after_move(
                 obj, f"pass it to `{label}` as `{name}`", where=where, how="launch")
-        if type(v) is Tensor and v.storage.moves is not None and v.dead_view() is not None:
-            raise_dead_view(v, f"pass it to `{label}` as `{name}`", where, "launch")
+        # a view — a partition's too — that a later move of its memory ended
+        t = v.tensor if type(v) is Partition else v
+        if type(t) is Tensor and t.storage.moves is not None and t.dead_view() is not None:
+            raise_dead_view(t, f"pass it to `{label}` as `{name}`", where, "launch",
+                            user_name_of(v) if t is not v else None)
+    # the caller found a moved object among the arguments: never let it through unworded
+    raise OwnershipError([Diagnostic(
+        "TL102", "error", f"cannot launch `{label}`: an argument was moved or its borrow ended",
+        as_span(where),
+        help="use the partition the move made (or `p.unpartition()`), or borrow with "
+             "`t.partition_mut(...)` instead of moving")])
 
 
 def check_in_flight(start, ctx, where) -> None:
