@@ -2,10 +2,9 @@
 
 Owns: ``MoveRecord`` (a tensor moved into a partition, and where), the registry of ``Flight``s
 (started DeviceOp chains, each with the byte ranges it reads and writes and, once somebody asked,
-an event that completes after it),
-and the checks that use them — host access to memory that in-flight work writes (TL103), a launch
-using memory that in-flight work writes (TL104) or writing memory that in-flight work reads
-(TL105), use after move (TL102). Completed work releases its borrows automatically: a flight is
+an event that completes after it), and the checks that use them — host access to memory that
+in-flight work writes (TL103), a launch using memory that in-flight work writes (TL104) or
+writing memory that in-flight work reads (TL105), use after move (TL102). Completed work releases its borrows automatically: a flight is
 done when its event says so (``cuEventQuery``; on the simulator, once it has run).
 
 Completion events are recorded lazily: an async start records none (an event between two
@@ -86,9 +85,8 @@ class Flight:
                  "pending", "__weakref__")
 
     def __init__(self, label: str, where, backend: str, stream=None, lane=None):
-        # the stream's handle on the GPU; else a lane of its own, a negative number (never a
-        # handle; not the flight itself: a flight that refers to itself lives until the cyclic
-        # garbage collector runs, and with it everything its result holds)
+        # the stream's handle on the GPU; else a lane of its own: a negative number, never a
+        # handle (not the flight itself: a cycle lives, with its result, until a collection)
         self.lane = next(_solo_lanes) if lane is None else lane
         self.label = label
         self._where = where          # a Span, or (file, line) until a message needs a Span
@@ -146,7 +144,7 @@ EVENT_POOL: list = []
 
 def register(flight: Flight) -> None:
     global _since_reap, _count
-    _lock.acquire()               # (``with`` costs twice as much on every launch)
+    _lock.acquire()               # not ``with``: it costs twice as much, on every launch
     try:
         lane = _lanes.get(flight.lane)
         if lane is None:
@@ -252,16 +250,9 @@ def release(flight: Flight) -> None:
         _retire(flight)
         key = flight.lane
         lane = _lanes.get(key)
-        if lane is not None:
-            if len(lane) == 1 and lane[0] is flight:      # a lane of its own (the simulator)
-                del _lanes[key]
-                _count -= 1
-                return
-            try:
-                lane.remove(flight)
-                _count -= 1
-            except ValueError:
-                pass
+        if lane is not None and flight in lane:
+            lane.remove(flight)
+            _count -= 1
             if not lane:
                 del _lanes[key]
     finally:
