@@ -3,7 +3,7 @@ to its backend is replaced by a no-op, so what is left is exactly the host side 
 building the op, binding and checking its arguments (moves, launch rules, in-flight borrows),
 the cached plan lookup, the allocation of a library call's output, starting and waiting.
 
-    python benchmarks/profile_hostpath.py [--n 20000] [--profile CASE] [--out DIR]
+    python benchmarks/profile_hostpath.py [--n 5000] [--profile CASE] [--out DIR]
 
 Cases (the tiny cases of ``bench_userpath.py``):
 
@@ -25,7 +25,9 @@ from __future__ import annotations
 import argparse
 import collections
 import cProfile
+import datetime
 import json
+import platform
 import pstats
 import sys
 import time
@@ -91,11 +93,22 @@ def per_call_us(fn, n: int, rounds: int = 7) -> float:
     return min(out)
 
 
+def cpu_name() -> str:
+    """The CPU's model name (Linux), else what ``platform`` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=5000, help="calls per round")
     ap.add_argument("--profile", help="cProfile this case")
-    ap.add_argument("--out", help="write hostpath.json here")
+    ap.add_argument("--out", help="write hostpath-cpu-<date>.json here (µs per call by case)")
     args = ap.parse_args(argv)
     cl.set_backend("sim")
     stub_simulator()
@@ -116,7 +129,13 @@ def main(argv=None) -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "hostpath.json").write_text(json.dumps(results, indent=2) + "\n")
+        day = datetime.datetime.now(datetime.timezone.utc)
+        record = {"date": day.isoformat(timespec="seconds"), "cpu": cpu_name(),
+                  "python": platform.python_version(),
+                  "calls_per_round": args.n, "us_per_call": {k: round(v, 2) for k, v in results.items()}}
+        path = out / f"hostpath-cpu-{day.date().isoformat()}.json"
+        path.write_text(json.dumps(record, indent=2) + "\n")
+        print(f"wrote {path}")
     return 0
 
 

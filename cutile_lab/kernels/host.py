@@ -69,7 +69,10 @@ def _pow2(n: int) -> int:
 
 def _tensors(fn: str, *named) -> list:
     """Each ``(name, position, value)`` as a tensor on the current backend, all on one device."""
-    out = [(( name, pos), _v.tensor(value, (name, pos), fn)) for name, pos, value in named]
+    if len(named) == 1:
+        name, pos, value = named[0]
+        return [_v.tensor(value, (name, pos), fn)]
+    out = [((name, pos), _v.tensor(value, (name, pos), fn)) for name, pos, value in named]
     _v.same_device(fn, out)
     return [t for _, t in out]
 
@@ -299,19 +302,37 @@ def _rows(x, dim: int):
     return pieces, out, result
 
 
+# (function, shape, strides, dtype, dim) of calls found to be the common case (whole rows of a
+# contiguous tensor in one tile, the library's tile size): every check below passed for them
+_WHOLE_ROWS: set = set()
+
+
 def _rowwise_call(fn: str, family: str, x, dim, extra: tuple, BR):
     """Checks, then one launch (or chain) per piece of ``_rows``: whole rows in one tile where
     they fit, else the two launches of ``_long_rows``."""
-    _v.dtype_in(fn, ("x", 0), x, _v.FLOATS)
-    d = _v.dim_index(fn, dim, x.ndim)
-    BR = _v.tile_size(fn, "BR", BR)
-    if x.ndim >= 1 and d == x.ndim - 1 and x.size and x.is_contiguous and \
-            _rowwise.fits_one_tile(x.shape[-1], x.dtype.itemsize):
-        # the common case: whole rows of a contiguous tensor, one launch into a new output
-        shape, n = tuple(x.shape), x.shape[-1]
-        x2 = x if x.ndim == 2 else x.reshape((x.size // n, n))
-        op = _whole_rows(family, None, x2, extra, BR)
-        return op if x.ndim == 2 else op.then(lambda o: o.reshape(shape))
+    key = (fn, x.shape, x.strides, x.dtype.name, dim) if BR is None and type(dim) is int \
+        else None
+    if key is None or key not in _WHOLE_ROWS:
+        _v.dtype_in(fn, ("x", 0), x, _v.FLOATS)
+        d = _v.dim_index(fn, dim, x.ndim)
+        BR = _v.tile_size(fn, "BR", BR)
+        if not (x.ndim >= 1 and d == x.ndim - 1 and x.size and x.is_contiguous and
+                _rowwise.fits_one_tile(x.shape[-1], x.dtype.itemsize)):
+            return _rowwise_pieces(family, x, d, extra, BR)
+        if key is not None:
+            if len(_WHOLE_ROWS) > 1024:
+                _WHOLE_ROWS.clear()
+            _WHOLE_ROWS.add(key)
+    # the common case: whole rows of a contiguous tensor, one launch into a new output
+    shape, n = x.shape, x.shape[-1]
+    if len(shape) == 2:
+        return _whole_rows(family, None, x, extra, BR)
+    op = _whole_rows(family, None, x.reshape((x.size // n, n)), extra, BR)
+    return op.then(lambda o: o.reshape(shape))
+
+
+def _rowwise_pieces(family: str, x, d: int, extra: tuple, BR):
+    """``_rowwise_call`` of all but the common case: one launch (or chain) per piece."""
     pieces, out, result = _rows(x, d)
     n = pieces[0][1].shape[1] if pieces else 0
     if x.size == 0:
