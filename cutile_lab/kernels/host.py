@@ -131,13 +131,27 @@ def _scalar_operand(y, like):
     return asarray(arr.reshape(1)).reshape(())
 
 
+# (shape, strides of x, strides of y) of non-empty operands found contiguous
+_CONTIGUOUS: set = set()
+
+
+def _remember(known: set, key) -> bool:
+    """Add ``key`` to ``known`` (a per-layout memo of a check that passed); True."""
+    if len(known) > 1024:
+        known.clear()
+    known.add(key)
+    return True
+
+
 def _binary(name: str, x, y, B: int | None):
     fn = name
     if B is not None:
         B = _v.tile_size(fn, "B", B)
     if _v.alike(x, y, _v.NUMERIC):
         # the common call: every check below passes (one shape, one dtype, one device)
-        if x.size and x.is_contiguous and y.is_contiguous:
+        key = (x.shape, x.strides, y.strides)
+        if key in _CONTIGUOUS or (x.size and x.is_contiguous and y.is_contiguous and
+                                  _remember(_CONTIGUOUS, key)):
             return _binary_launch(name, x, y, x.shape, B)
     elif isinstance(y, numbers.Number) and not isinstance(y, bool):
         [x] = _tensors(fn, ("x", 0, x))
@@ -320,9 +334,7 @@ def _rowwise_call(fn: str, family: str, x, dim, extra: tuple, BR):
                 _rowwise.fits_one_tile(x.shape[-1], x.dtype.itemsize)):
             return _rowwise_pieces(family, x, d, extra, BR)
         if key is not None:
-            if len(_WHOLE_ROWS) > 1024:
-                _WHOLE_ROWS.clear()
-            _WHOLE_ROWS.add(key)
+            _remember(_WHOLE_ROWS, key)
     # the common case: whole rows of a contiguous tensor, one launch into a new output
     shape, n = x.shape, x.shape[-1]
     if len(shape) == 2:
