@@ -464,6 +464,11 @@ def gemm(a, b, *, BM: int | None = None, BN: int | None = None, BK: int | None =
     looping over its tiles); a 3-D operand is a batch (a 2-D one, or a batch of 1, is shared by
     every batch); a 1-D operand is a vector."""
     fn = "gemm"
+    if BM is None and BN is None and BK is None and schedule is None and \
+            _v.alike(a, b, _v.FLOATS, same_shape=False) and len(a.shape) == 2 == len(b.shape) \
+            and a.shape[1] == b.shape[0] and a.shape[0] * b.shape[1] and a.shape[1]:
+        # the common call: two matrices that multiply, the tuned tiles; every check passes
+        return _gemm2d(None, a, b, None, None, None, None)
     BM, BN, BK = (_v.tile_size(fn, k, v) for k, v in (("BM", BM), ("BN", BN), ("BK", BK)))
     if schedule is not None and schedule not in ("tiles", "persistent"):
         _v.refuse("TL155", f"`gemm`: schedule={schedule!r} is not a schedule",
@@ -517,11 +522,15 @@ def gemm(a, b, *, BM: int | None = None, BN: int | None = None, BK: int | None =
 
 
 def _gemm2d(c, a, b, BM, BN, BK, schedule):
-    cfg = config("gemm", _arch(), variant=a.dtype.name)
-    if schedule is not None:
+    dt = a.dtype.name
+    if schedule is None:              # the tuned kernel, built once per device and dtype
+        kernel, cfg = _selected("gemm", dt, dt, lambda cfg: _gemm.GEMM.kernel(
+            dt=dt, hints=hints_text(cfg)))
+    else:
+        cfg = config("gemm", _arch(), variant=dt)
         cfg["schedule"] = schedule
+        kernel = _gemm.GEMM.kernel(dt=dt, hints=hints_text(cfg))
     BM, BN, BK = BM or cfg["BM"], BN or cfg["BN"], BK or cfg["BK"]
-    kernel = _gemm.GEMM.kernel(dt=a.dtype.name, hints=hints_text(cfg))
     if c is None:                      # a new output, allocated when the launch runs
         return launch_into(kernel, (a.shape[0], b.shape[1]), a.dtype, (BM, BN), a, b, BK=BK)
     return kernel(c.partition_mut((BM, BN)), a, b, BK=BK)

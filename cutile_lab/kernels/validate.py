@@ -103,13 +103,14 @@ def tensor(value, arg: Arg, fn: str):
     return _convert(value, arg, fn)
 
 
-def alike(x, y, allowed: Sequence[str]) -> bool:
+def alike(x, y, allowed: Sequence[str], same_shape: bool = True) -> bool:
     """Are ``x`` and ``y`` tensors of the current backend, on one device, of one dtype among
-    ``allowed`` and of one shape? What ``tensor``, ``same_device``, ``dtype_in``, ``same_dtype``
-    and ``broadcast_shape`` all accept, tested at once: the common call of an element-wise
-    function. False: the caller checks them one by one (and words what is wrong)."""
+    ``allowed`` (and, with ``same_shape``, of one shape)? What ``tensor``, ``same_device``,
+    ``dtype_in``, ``same_dtype`` (and ``broadcast_shape``) all accept, tested at once: the
+    common call of a library function. False: the caller checks them one by one (and words
+    what is wrong)."""
     if type(x) is not Tensor or type(y) is not Tensor or x.dtype is not y.dtype \
-            or x.shape != y.shape or x.dtype.name not in allowed:
+            or (same_shape and x.shape != y.shape) or x.dtype.name not in allowed:
         return False
     sx, sy = x.storage, y.storage
     b = current_backend()
