@@ -26,8 +26,8 @@ from cutile_lab.kernels import rowwise as _rowwise
 from cutile_lab import runtime as _runtime
 from cutile_lab.kernels import validate as _v
 from cutile_lab.kernels.tuning import config, device_target, hints_text, shared_config
-from cutile_lab.runtime import (asarray, backend, device_info, empty, from_numpy, full, value,
-                                zeros)
+from cutile_lab.runtime import (Tensor, asarray, backend, device_info, empty, from_numpy, full,
+                                value, zeros)
 from cutile_lab.runtime.launch import launch_into
 
 
@@ -419,6 +419,9 @@ def _norm_weight(fn: str, arg, t, n: int, like, fill: float):
     row's length and the input's dtype."""
     if t is None:
         return full((n,), fill, like.dtype).sync()
+    if type(t) is Tensor and t.dtype is like.dtype and t.shape == (n,) and t.strides == (1,) \
+            and t.storage.backend == like.storage.backend:
+        return t                      # the common call: every check below passes
     [t] = _tensors(fn, (*arg, t))
     _v.same_dtype(fn, (("x", 0), like), (arg, t))
     if t.ndim != 1 or t.shape[0] != n:
