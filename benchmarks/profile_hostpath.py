@@ -13,6 +13,8 @@ Cases (the tiny cases of ``bench_userpath.py``):
 - ``K.softmax``:  ``K.softmax(x).sync()`` on 8 rows of 1024
 - ``K.add kept``: ``K.add`` with the last 512 outputs kept alive (each call's output at a new
   address, as in a model's forward pass)
+- ``K.rmsnorm``:  ``K.rmsnorm(x, w).sync()`` on 8 rows of 1024 (f16, a weight and two scalars)
+- ``K.gemm``:     ``K.gemm(a, b).sync()`` of two 64x64 f16 matrices (a const keyword: ``BK``)
 
 It runs on the simulator backend with ``cutile_lab.runtime.sim.run_simulated`` (the only call
 that does the simulated work) replaced by a no-op; everything else — the ownership checks of
@@ -65,6 +67,10 @@ def cases() -> dict:
     z = cl.zeros(n).sync()
     p = cl.zeros(n).sync().partition_mut(128)
     xs = cl.from_numpy(np.random.rand(8, 1024).astype(np.float32)).sync()
+    xh = cl.from_numpy(np.random.rand(8, 1024).astype(np.float16)).sync()
+    wh = cl.from_numpy(np.random.rand(1024).astype(np.float16)).sync()
+    a = cl.from_numpy(np.random.rand(64, 64).astype(np.float16)).sync()
+    b = cl.from_numpy(np.random.rand(64, 64).astype(np.float16)).sync()
 
     def user_start():
         add(p, x, y).start().wait()
@@ -75,6 +81,8 @@ def cases() -> dict:
         "K.add": lambda: K.add(x, y).sync(),
         "K.softmax": lambda: K.softmax(xs).sync(),
         "K.add kept": lambda: kept.append(K.add(x, y).sync()),
+        "K.rmsnorm": lambda: K.rmsnorm(xh, wh).sync(),
+        "K.gemm": lambda: K.gemm(a, b).sync(),
     }
 
 
