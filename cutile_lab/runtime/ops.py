@@ -119,7 +119,7 @@ class DeviceOp:
 
     def sync(self):
         """Run the work, wait for it, return the result."""
-        return _BACKENDS[self.backend or current_backend()].start(self, None, True).wait()
+        return _BACKENDS[self.backend or self._backend()].start(self, None, True).wait()
 
     def sync_on(self, stream):
         """Run the work on ``stream`` (cuda.core, torch, CuPy or ``cl.stream()``), wait, return

@@ -151,3 +151,19 @@ def test_launches_leave_no_cyclic_garbage(rng):
         gc.garbage.clear()
     assert not kinds & {"Flight", "Tensor", "Partition", "LaunchOp", "OutputLaunchOp",
                         "ReusableStart"}, kinds
+
+
+def test_simulator_memory_addresses_are_the_arrays(rng):
+    """The simulator's allocations read their address without ``ndarray.ctypes`` (cheaper):
+    the same address for every dtype, and for empty arrays."""
+    import ml_dtypes
+
+    from cutile_lab.runtime.memory import host_address
+    for dtype in (np.float32, np.float16, np.int8, np.bool_, ml_dtypes.bfloat16,
+                  ml_dtypes.float8_e4m3fn):
+        a = np.empty(int(rng.integers(1, 4096)), dtype)
+        assert host_address(a) == a.ctypes.data
+    empty = np.empty(0, np.float32)
+    assert host_address(empty) == empty.ctypes.data
+    t = cl.empty((int(rng.integers(1, 64)), 16), "bf16")
+    assert t.range == (t.ptr, t.ptr + t.size * 2)
