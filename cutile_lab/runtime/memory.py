@@ -45,6 +45,9 @@ class DeviceStorage(Storage):
         self.foreign = foreign
 
 
+_new_device_storage = DeviceStorage.__new__
+
+
 class HostStorage(Storage):
     """The simulator's memory: a 1-D NumPy array (``owner``) of the tensor's element type."""
 
@@ -105,8 +108,17 @@ def allocate(nbytes: int, stream, device) -> DeviceStorage:
 
     Zero-size tensors get a 1-byte allocation so that every tensor has a real address.
     """
-    buf = device.allocate(max(int(nbytes), 1), stream=stream)
-    return DeviceStorage(int(buf.handle), nbytes, buf, device.device_id)
+    buf = device.allocate(nbytes if nbytes > 0 else 1, stream=stream)
+    # ``DeviceStorage(int(buf.handle), nbytes, buf, device.device_id)`` without its two
+    # ``__init__`` frames and conversions: every library call allocates its output here
+    st = _new_device_storage(DeviceStorage)
+    st.ptr = int(buf.handle)
+    st.nbytes = nbytes
+    st.owner = buf
+    st.moves = st.ready = None
+    st.device_id = device.device_id
+    st.foreign = False
+    return st
 
 
 def fill(ptr: int, pattern: int, itemsize: int, count: int, stream) -> None:

@@ -167,3 +167,25 @@ def test_simulator_memory_addresses_are_the_arrays(rng):
     assert host_address(empty) == empty.ctypes.data
     t = cl.empty((int(rng.integers(1, 64)), 16), "bf16")
     assert t.range == (t.ptr, t.ptr + t.size * 2)
+
+
+def test_device_allocation_fills_every_field_of_its_storage(rng):
+    """``memory.allocate`` builds its ``DeviceStorage`` without ``__init__`` (every library call
+    allocates there): the same fields as the constructor gives, for sizes of zero too."""
+    from cutile_lab.runtime.memory import DeviceStorage, allocate
+
+    class Buffer:
+        def __init__(self, n):
+            self.handle = 0x7F00_0000_0000 + 256 * n
+
+    class Device:
+        device_id = int(rng.integers(0, 8))
+
+        def allocate(self, n, stream=None):
+            assert n >= 1 and stream == "s"
+            return Buffer(n)
+    for n in (0, int(rng.integers(1, 1 << 20))):
+        st = allocate(n, "s", Device())
+        ref = DeviceStorage(st.owner.handle, n, st.owner, Device.device_id)
+        for field in ("ptr", "nbytes", "owner", "moves", "device_id", "ready", "foreign"):
+            assert getattr(st, field) == getattr(ref, field), field
