@@ -3,7 +3,7 @@ to its backend is replaced by a no-op, so what is left is exactly the host side 
 building the op, binding and checking its arguments (moves, launch rules, in-flight borrows),
 the cached plan lookup, the allocation of a library call's output, starting and waiting.
 
-    python benchmarks/profile_hostpath.py [--n 20000] [--profile CASE] [--out DIR]
+    python benchmarks/profile_hostpath.py [--n 5000] [--profile CASE] [--out DIR]
 
 Cases (the tiny cases of ``bench_userpath.py``):
 
@@ -13,6 +13,8 @@ Cases (the tiny cases of ``bench_userpath.py``):
 - ``K.softmax``:  ``K.softmax(x).sync()`` on 8 rows of 1024
 - ``K.add kept``: ``K.add`` with the last 512 outputs kept alive (each call's output at a new
   address, as in a model's forward pass)
+- ``K.rmsnorm``:  ``K.rmsnorm(x, w).sync()`` on 8 rows of 1024 (f16, a weight and two scalars)
+- ``K.gemm``:     ``K.gemm(a, b).sync()`` of two 64x64 f16 matrices (a const keyword: ``BK``)
 
 It runs on the simulator backend with ``cutile_lab.runtime.sim.run_simulated`` (the only call
 that does the simulated work) replaced by a no-op; everything else — the ownership checks of
@@ -25,7 +27,9 @@ from __future__ import annotations
 import argparse
 import collections
 import cProfile
+import datetime
 import json
+import platform
 import pstats
 import sys
 import time
@@ -63,6 +67,10 @@ def cases() -> dict:
     z = cl.zeros(n).sync()
     p = cl.zeros(n).sync().partition_mut(128)
     xs = cl.from_numpy(np.random.rand(8, 1024).astype(np.float32)).sync()
+    xh = cl.from_numpy(np.random.rand(8, 1024).astype(np.float16)).sync()
+    wh = cl.from_numpy(np.random.rand(1024).astype(np.float16)).sync()
+    a = cl.from_numpy(np.random.rand(64, 64).astype(np.float16)).sync()
+    b = cl.from_numpy(np.random.rand(64, 64).astype(np.float16)).sync()
 
     def user_start():
         add(p, x, y).start().wait()
@@ -73,6 +81,8 @@ def cases() -> dict:
         "K.add": lambda: K.add(x, y).sync(),
         "K.softmax": lambda: K.softmax(xs).sync(),
         "K.add kept": lambda: kept.append(K.add(x, y).sync()),
+        "K.rmsnorm": lambda: K.rmsnorm(xh, wh).sync(),
+        "K.gemm": lambda: K.gemm(a, b).sync(),
     }
 
 
@@ -91,11 +101,22 @@ def per_call_us(fn, n: int, rounds: int = 7) -> float:
     return min(out)
 
 
+def cpu_name() -> str:
+    """The CPU's model name (Linux), else what ``platform`` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=5000, help="calls per round")
     ap.add_argument("--profile", help="cProfile this case")
-    ap.add_argument("--out", help="write hostpath.json here")
+    ap.add_argument("--out", help="write hostpath-cpu-<date>.json here (µs per call by case)")
     args = ap.parse_args(argv)
     cl.set_backend("sim")
     stub_simulator()
@@ -116,7 +137,13 @@ def main(argv=None) -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "hostpath.json").write_text(json.dumps(results, indent=2) + "\n")
+        day = datetime.datetime.now(datetime.timezone.utc)
+        record = {"date": day.isoformat(timespec="seconds"), "cpu": cpu_name(),
+                  "python": platform.python_version(),
+                  "calls_per_round": args.n, "us_per_call": {k: round(v, 2) for k, v in results.items()}}
+        path = out / f"hostpath-cpu-{day.date().isoformat()}.json"
+        path.write_text(json.dumps(record, indent=2) + "\n")
+        print(f"wrote {path}")
     return 0
 
 

@@ -26,8 +26,8 @@ from cutile_lab.kernels import rowwise as _rowwise
 from cutile_lab import runtime as _runtime
 from cutile_lab.kernels import validate as _v
 from cutile_lab.kernels.tuning import config, device_target, hints_text, shared_config
-from cutile_lab.runtime import (asarray, backend, device_info, empty, from_numpy, full, value,
-                                zeros)
+from cutile_lab.runtime import (Tensor, asarray, backend, device_info, empty, from_numpy, full,
+                                value, zeros)
 from cutile_lab.runtime.launch import launch_into
 
 
@@ -69,7 +69,10 @@ def _pow2(n: int) -> int:
 
 def _tensors(fn: str, *named) -> list:
     """Each ``(name, position, value)`` as a tensor on the current backend, all on one device."""
-    out = [(( name, pos), _v.tensor(value, (name, pos), fn)) for name, pos, value in named]
+    if len(named) == 1:
+        name, pos, value = named[0]
+        return [_v.tensor(value, (name, pos), fn)]
+    out = [((name, pos), _v.tensor(value, (name, pos), fn)) for name, pos, value in named]
     _v.same_device(fn, out)
     return [t for _, t in out]
 
@@ -128,10 +131,29 @@ def _scalar_operand(y, like):
     return asarray(arr.reshape(1)).reshape(())
 
 
+# (shape, strides of x, strides of y) of non-empty operands found contiguous
+_CONTIGUOUS: set = set()
+
+
+def _remember(known: set, key) -> bool:
+    """Add ``key`` to ``known`` (a per-layout memo of a check that passed); True."""
+    if len(known) > 1024:
+        known.clear()
+    known.add(key)
+    return True
+
+
 def _binary(name: str, x, y, B: int | None):
     fn = name
-    B = _v.tile_size(fn, "B", B)
-    if isinstance(y, numbers.Number) and not isinstance(y, bool):
+    if B is not None:
+        B = _v.tile_size(fn, "B", B)
+    if _v.alike(x, y, _v.NUMERIC):
+        # the common call: every check below passes (one shape, one dtype, one device)
+        key = (x.shape, x.strides, y.strides)
+        if key in _CONTIGUOUS or (x.size and x.is_contiguous and y.is_contiguous and
+                                  _remember(_CONTIGUOUS, key)):
+            return _binary_launch(name, x, y, x.shape, B)
+    elif isinstance(y, numbers.Number) and not isinstance(y, bool):
         [x] = _tensors(fn, ("x", 0, x))
         _v.dtype_in(fn, ("x", 0), x, _v.NUMERIC)
         y = _scalar_operand(y, x)
@@ -140,20 +162,25 @@ def _binary(name: str, x, y, B: int | None):
         _v.dtype_in(fn, ("x", 0), x, _v.NUMERIC)
         _v.same_dtype(fn, (("x", 0), x), (("y", 1), y))
     shape = _v.broadcast_shape(fn, (("x", 0), x), (("y", 1), y))
-    size = math.prod(shape)
-    if size and x.shape == y.shape == shape and x.is_contiguous and y.is_contiguous:
-        dt = x.dtype.name
-        kernel, cfg = _selected("add", None, (name, dt), lambda cfg: _elementwise.BINARY.kernel(
-            dt=dt, hints=hints_text(cfg), name=name, op=_elementwise.OPERATORS[name]))
-        if len(shape) == 1:
-            return launch_into(kernel, shape, x.dtype, B or cfg["B"], x, y)
-        flat = (size,)
-        return launch_into(kernel, flat, x.dtype, B or cfg["B"], x.reshape(flat),
-                           y.reshape(flat)).then(lambda z: z.reshape(shape))
+    if math.prod(shape) and x.shape == y.shape == shape and x.is_contiguous and \
+            y.is_contiguous:
+        return _binary_launch(name, x, y, shape, B)
     z = empty(shape, x.dtype)
     if z.size == 0:
         return value(z)
     return _broadcast_launch(name, z, x, y, B)
+
+
+def _binary_launch(name: str, x, y, shape, B: int | None):
+    """``x (op) y`` of two contiguous tensors of ``shape``: one launch into a new output."""
+    dt = x.dtype.name
+    kernel, cfg = _selected("add", None, (name, dt), lambda cfg: _elementwise.BINARY.kernel(
+        dt=dt, hints=hints_text(cfg), name=name, op=_elementwise.OPERATORS[name]))
+    if len(shape) == 1:
+        return launch_into(kernel, shape, x.dtype, B or cfg["B"], x, y)
+    flat = (math.prod(shape),)
+    return launch_into(kernel, flat, x.dtype, B or cfg["B"], x.reshape(flat),
+                       y.reshape(flat)).then(lambda z: z.reshape(shape))
 
 
 def _broadcast_launch(name: str, z, x, y, B: int | None):
@@ -289,19 +316,35 @@ def _rows(x, dim: int):
     return pieces, out, result
 
 
+# (function, shape, strides, dtype, dim) of calls found to be the common case (whole rows of a
+# contiguous tensor in one tile, the library's tile size): every check below passed for them
+_WHOLE_ROWS: set = set()
+
+
 def _rowwise_call(fn: str, family: str, x, dim, extra: tuple, BR):
     """Checks, then one launch (or chain) per piece of ``_rows``: whole rows in one tile where
     they fit, else the two launches of ``_long_rows``."""
-    _v.dtype_in(fn, ("x", 0), x, _v.FLOATS)
-    d = _v.dim_index(fn, dim, x.ndim)
-    BR = _v.tile_size(fn, "BR", BR)
-    if x.ndim >= 1 and d == x.ndim - 1 and x.size and x.is_contiguous and \
-            _rowwise.fits_one_tile(x.shape[-1], x.dtype.itemsize):
-        # the common case: whole rows of a contiguous tensor, one launch into a new output
-        shape, n = tuple(x.shape), x.shape[-1]
-        x2 = x if x.ndim == 2 else x.reshape((x.size // n, n))
-        op = _whole_rows(family, None, x2, extra, BR)
-        return op if x.ndim == 2 else op.then(lambda o: o.reshape(shape))
+    key = (fn, x.shape, x.strides, x.dtype.name, dim) if BR is None and type(dim) is int \
+        else None
+    if key is None or key not in _WHOLE_ROWS:
+        _v.dtype_in(fn, ("x", 0), x, _v.FLOATS)
+        d = _v.dim_index(fn, dim, x.ndim)
+        BR = _v.tile_size(fn, "BR", BR)
+        if not (x.ndim >= 1 and d == x.ndim - 1 and x.size and x.is_contiguous and
+                _rowwise.fits_one_tile(x.shape[-1], x.dtype.itemsize)):
+            return _rowwise_pieces(family, x, d, extra, BR)
+        if key is not None:
+            _remember(_WHOLE_ROWS, key)
+    # the common case: whole rows of a contiguous tensor, one launch into a new output
+    shape, n = x.shape, x.shape[-1]
+    if len(shape) == 2:
+        return _whole_rows(family, None, x, extra, BR)
+    op = _whole_rows(family, None, x.reshape((x.size // n, n)), extra, BR)
+    return op.then(lambda o: o.reshape(shape))
+
+
+def _rowwise_pieces(family: str, x, d: int, extra: tuple, BR):
+    """``_rowwise_call`` of all but the common case: one launch (or chain) per piece."""
     pieces, out, result = _rows(x, d)
     n = pieces[0][1].shape[1] if pieces else 0
     if x.size == 0:
@@ -376,6 +419,9 @@ def _norm_weight(fn: str, arg, t, n: int, like, fill: float):
     row's length and the input's dtype."""
     if t is None:
         return full((n,), fill, like.dtype).sync()
+    if type(t) is Tensor and t.dtype is like.dtype and t.shape == (n,) and t.strides == (1,) \
+            and t.storage.backend == like.storage.backend:
+        return t                      # the common call: every check below passes
     [t] = _tensors(fn, (*arg, t))
     _v.same_dtype(fn, (("x", 0), like), (arg, t))
     if t.ndim != 1 or t.shape[0] != n:
@@ -421,6 +467,11 @@ def gemm(a, b, *, BM: int | None = None, BN: int | None = None, BK: int | None =
     looping over its tiles); a 3-D operand is a batch (a 2-D one, or a batch of 1, is shared by
     every batch); a 1-D operand is a vector."""
     fn = "gemm"
+    if BM is None and BN is None and BK is None and schedule is None and \
+            _v.alike(a, b, _v.FLOATS, same_shape=False) and len(a.shape) == 2 == len(b.shape) \
+            and a.shape[1] == b.shape[0] and a.shape[0] * b.shape[1] and a.shape[1]:
+        # the common call: two matrices that multiply, the tuned tiles; every check passes
+        return _gemm2d(None, a, b, None, None, None, None)
     BM, BN, BK = (_v.tile_size(fn, k, v) for k, v in (("BM", BM), ("BN", BN), ("BK", BK)))
     if schedule is not None and schedule not in ("tiles", "persistent"):
         _v.refuse("TL155", f"`gemm`: schedule={schedule!r} is not a schedule",
@@ -474,11 +525,15 @@ def gemm(a, b, *, BM: int | None = None, BN: int | None = None, BK: int | None =
 
 
 def _gemm2d(c, a, b, BM, BN, BK, schedule):
-    cfg = config("gemm", _arch(), variant=a.dtype.name)
-    if schedule is not None:
+    dt = a.dtype.name
+    if schedule is None:              # the tuned kernel, built once per device and dtype
+        kernel, cfg = _selected("gemm", dt, dt, lambda cfg: _gemm.GEMM.kernel(
+            dt=dt, hints=hints_text(cfg)))
+    else:
+        cfg = config("gemm", _arch(), variant=dt)
         cfg["schedule"] = schedule
+        kernel = _gemm.GEMM.kernel(dt=dt, hints=hints_text(cfg))
     BM, BN, BK = BM or cfg["BM"], BN or cfg["BN"], BK or cfg["BK"]
-    kernel = _gemm.GEMM.kernel(dt=a.dtype.name, hints=hints_text(cfg))
     if c is None:                      # a new output, allocated when the launch runs
         return launch_into(kernel, (a.shape[0], b.shape[1]), a.dtype, (BM, BN), a, b, BK=BK)
     return kernel(c.partition_mut((BM, BN)), a, b, BK=BK)

@@ -103,6 +103,22 @@ def tensor(value, arg: Arg, fn: str):
     return _convert(value, arg, fn)
 
 
+def alike(x, y, allowed: Sequence[str], same_shape: bool = True) -> bool:
+    """Are ``x`` and ``y`` tensors of the current backend, on one device, of one dtype among
+    ``allowed`` (and, with ``same_shape``, of one shape)? What ``tensor``, ``same_device``,
+    ``dtype_in``, ``same_dtype`` (and ``broadcast_shape``) all accept, tested at once: the
+    common call of a library function. False: the caller checks them one by one (and words
+    what is wrong)."""
+    if type(x) is not Tensor or type(y) is not Tensor or x.dtype is not y.dtype \
+            or (same_shape and x.shape != y.shape) or x.dtype.name not in allowed:
+        return False
+    sx, sy = x.storage, y.storage
+    b = current_backend()
+    if sx.backend != b or sy.backend != b:
+        return False
+    return b != "gpu" or sx.device_id == sy.device_id
+
+
 def _convert(value, arg: Arg, fn: str):
     """``tensor`` for anything but a tensor of the current backend: wrapped, copied, refused."""
     from cutile_lab.errors import CutileLabError

@@ -39,8 +39,9 @@ class Backend(str):
     - ``new_tensor(ctx, shape, dtype, where) -> Tensor``: memory for a chain being enqueued;
     - ``prepare_launch(op, entry, values, ctx)``: complete a new launch entry (compile, load and
       pack on the GPU; nothing on the simulator);
-    - ``launch(op, values, entry, ctx) -> (raw, scalars, args)``: run a checked launch, returning
-      what a restart of the op reuses;
+    - ``launch(op, values, start, ctx)``: run a checked launch (``start``: the op's
+      ``ReusableStart``, its entry and what the backend packs for these arguments, kept there
+      for the next start of the same objects): the one launch call of every start;
     - ``wait(flight)``: block until the flight's work is done, then release its borrows;
     - ``grid_instances(tiles, kdef) -> int``: instances of a persistent schedule over ``tiles``.
     """

@@ -157,9 +157,10 @@ def function_handle(kernel):
 # --- streams, events, graphs -------------------------------------------------------------------
 
 def stream_idle(key) -> bool:
-    """Has all work queued on the stream ``key`` (a CUstream handle as an int) completed?"""
+    """Has all work queued on the stream ``key`` (a CUstream handle as an int) completed?
+    (A negative key is a lane of its own, not a stream: never asked.)"""
     lib = libcuda()
-    if lib is None or type(key) is not int:
+    if lib is None or type(key) is not int or key < 0:
         return False
     return lib.cuStreamQuery(ctypes.c_void_p(key)) == 0
 

@@ -77,28 +77,32 @@ def prepare_launch(op, entry, values: dict, ctx) -> None:
         entry.fresh = (pointer_index(plan.params, values, op._fresh), op._fresh)
 
 
-def launch(op, values: dict, entry, ctx) -> tuple:
-    """Launch a checked entry: its ``RawLaunch`` (ctypes ``cuLaunchKernel``) where one can be
-    used, else ``cuda.core.launch``. Returns (the RawLaunch or None, its scalar slots, the
-    packed arguments of a cuda.core launch or None): what a restart of the op reuses."""
-    op.compiled = entry.plan.compiled
-    raw = entry.raw
-    if raw is None:
-        raw = raw_launch(entry.plan, entry)
-    if not raw or entry.foreign:
-        raw = None
-    scalars = ()
-    if raw is not None and (entry.scalars or entry.fresh is not None):
-        slots = [(i, scalar_value(values[name], dtype)) for i, name, dtype in entry.scalars]
-        if entry.fresh is not None:
-            i, name = entry.fresh
-            slots.append((i, values[name].tensor.ptr))
-        scalars = raw.scalar_slots(slots)
-    if raw is not None and ctx.handle is not None:
-        if raw.launch(ctx.handle, scalars):
-            return None, scalars, op._raw_failed(entry, ctx, None, values)
-        return raw, scalars, None
-    return raw, scalars, op._run_gpu(values, entry, ctx)
+def launch(op, values: dict, start, ctx) -> None:
+    """Launch the checked entry of ``start`` (a ``ReusableStart``): through its ``RawLaunch``
+    (ctypes ``cuLaunchKernel``, the scalar slots of these arguments packed once per start)
+    where one can be used, else ``cuda.core.launch`` (the packed arguments kept on ``start``)."""
+    entry = start.entry
+    raw = start.raw
+    if raw is None:                   # the first launch of these arguments
+        op.compiled = entry.plan.compiled
+        raw = entry.raw
+        if raw is None:
+            raw = raw_launch(entry.plan, entry)
+        if not raw or entry.foreign:
+            raw = False
+        elif entry.scalars or entry.fresh is not None:
+            slots = [(i, scalar_value(values[name], dtype)) for i, name, dtype in entry.scalars]
+            if entry.fresh is not None:
+                i, name = entry.fresh
+                slots.append((i, values[name].tensor.ptr))
+            start.scalars = raw.scalar_slots(slots)
+        start.raw = raw
+    handle = ctx.handle
+    if raw and handle is not None:
+        if raw.launch(handle, start.scalars):
+            op._raw_failed(entry, ctx, values, start)
+        return
+    start.packed = op._run_gpu(values, entry, ctx, start.packed)
 
 
 def wait(flight) -> None:

@@ -6,6 +6,8 @@ knows about dtypes beyond element sizes, or about ownership.
 """
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 
 from cutile_lab.errors import LaunchError
@@ -43,6 +45,9 @@ class DeviceStorage(Storage):
         self.foreign = foreign
 
 
+_new_device_storage = DeviceStorage.__new__
+
+
 class HostStorage(Storage):
     """The simulator's memory: a 1-D NumPy array (``owner``) of the tensor's element type."""
 
@@ -52,6 +57,19 @@ class HostStorage(Storage):
     @property
     def array(self) -> np.ndarray:
         return self.owner
+
+
+_char_of = ctypes.c_char.from_buffer
+_address_of = ctypes.addressof
+
+
+def host_address(array: np.ndarray) -> int:
+    """The address of a writable NumPy array's first byte (a fraction of what ``ctypes.data``
+    costs: every simulator allocation asks)."""
+    try:
+        return _address_of(_char_of(array))
+    except (ValueError, TypeError):   # empty or read-only
+        return array.ctypes.data
 
 
 def host_storage(array: np.ndarray) -> HostStorage:
@@ -90,8 +108,17 @@ def allocate(nbytes: int, stream, device) -> DeviceStorage:
 
     Zero-size tensors get a 1-byte allocation so that every tensor has a real address.
     """
-    buf = device.allocate(max(int(nbytes), 1), stream=stream)
-    return DeviceStorage(int(buf.handle), nbytes, buf, device.device_id)
+    buf = device.allocate(nbytes if nbytes > 0 else 1, stream=stream)
+    # ``DeviceStorage(int(buf.handle), nbytes, buf, device.device_id)`` without its two
+    # ``__init__`` frames and conversions: every library call allocates its output here
+    st = _new_device_storage(DeviceStorage)
+    st.ptr = int(buf.handle)
+    st.nbytes = nbytes
+    st.owner = buf
+    st.moves = st.ready = None
+    st.device_id = device.device_id
+    st.foreign = False
+    return st
 
 
 def fill(ptr: int, pattern: int, itemsize: int, count: int, stream) -> None:
@@ -129,5 +156,5 @@ def wait_event_handle(stream, event_handle) -> None:
            "cuStreamWaitEvent")
 
 
-__all__ = ["Storage", "DeviceStorage", "HostStorage", "host_storage", "allocate", "fill", "copy",
+__all__ = ["Storage", "DeviceStorage", "HostStorage", "host_storage", "host_address", "allocate", "fill", "copy",
            "stream_handle"]

@@ -119,7 +119,7 @@ class DeviceOp:
 
     def sync(self):
         """Run the work, wait for it, return the result."""
-        return _start(self, None, for_sync=True).wait()
+        return _BACKENDS[self.backend or self._backend()].start(self, None, True).wait()
 
     def sync_on(self, stream):
         """Run the work on ``stream`` (cuda.core, torch, CuPy or ``cl.stream()``), wait, return
@@ -312,7 +312,8 @@ class Pending:
         """Wait for the work; return its result (the launch's arguments, a tensor, ...)."""
         f = self.flight
         result = f.result
-        wait_flight(f)
+        if not f.done:
+            _BACKENDS[f.backend].wait(f)        # ``wait_flight``
         return result
 
     result = wait

@@ -2,10 +2,9 @@
 
 Owns: ``MoveRecord`` (a tensor moved into a partition, and where), the registry of ``Flight``s
 (started DeviceOp chains, each with the byte ranges it reads and writes and, once somebody asked,
-an event that completes after it),
-and the checks that use them — host access to memory that in-flight work writes (TL103), a launch
-using memory that in-flight work writes (TL104) or writing memory that in-flight work reads
-(TL105), use after move (TL102). Completed work releases its borrows automatically: a flight is
+an event that completes after it), and the checks that use them — host access to memory that
+in-flight work writes (TL103), a launch using memory that in-flight work writes (TL104) or
+writing memory that in-flight work reads (TL105), use after move (TL102). Completed work releases its borrows automatically: a flight is
 done when its event says so (``cuEventQuery``; on the simulator, once it has run).
 
 Completion events are recorded lazily: an async start records none (an event between two
@@ -23,11 +22,13 @@ time, and it is the one record of what in-flight work borrows: byte ranges (``Bo
 ``Flight``, checked under one lock, so that views of a borrowed tensor (``z[100:110]`` while
 ``z[:128]`` is written) are caught too. Nothing else keeps a copy: a conflict is worded by the
 checker's ``use_diagnostic`` from the facts of the flight found (its label, line, and whether it
-writes), and a move from the object's own ``MoveRecord``. The launch checks (``runtime.launch.checks``), host access
-(``check_host_access``) and DeviceOps of other kinds (``claim``) all go through this module.
+writes), and a move from the object's own ``MoveRecord``. The launch checks
+(``runtime.launch.checks``), host access (``check_host_access``) and DeviceOps of other kinds
+(``claim``) all go through this module.
 """
 from __future__ import annotations
 
+import itertools
 import threading
 from typing import NamedTuple
 
@@ -72,29 +73,31 @@ class Borrow(NamedTuple):
     param: str                # the kernel parameter it was passed as ("" when none)
 
 
+_solo_lanes = itertools.count(-1, -1)
+
+
 class Flight:
     """One started DeviceOp chain: in flight until ``event`` completes (gpu) or it ran (sim)."""
 
     __slots__ = ("label", "_where", "event", "stream", "backend", "done", "entries", "keep",
-                 "runner", "result", "error", "lane", "ready", "covered", "reuse",
+                 "result", "error", "lane", "ready", "covered", "reuse",
                  "pending", "__weakref__")
 
     def __init__(self, label: str, where, backend: str, stream=None, lane=None):
-        self.lane = self if lane is None else lane   # the stream's handle on the GPU
+        # the stream's handle on the GPU; else a lane of its own: a negative number, never a
+        # handle (not the flight itself: a cycle lives, with its result, until a collection)
+        self.lane = next(_solo_lanes) if lane is None else lane
         self.label = label
         self._where = where          # a Span, or (file, line) until a message needs a Span
         self.backend = backend
         self.stream = stream
-        self.event = None
-        self.done = False
         self.entries: list = []      # Borrow(lo, hi, mut, tensor, param)
         self.keep: list = []         # objects that must live until the work completes
-        self.runner = None           # sim: the deferred work
-        self.result = None
-        self.error = None
+        self.event = self.result = self.error = None
+        self.done = False
         self.ready = False           # everything it runs is enqueued
         self.covered = False         # ``event`` was recorded after it for several flights
-        self.reuse = None            # the launch's _ReusableStart whose repeated starts may join it
+        self.reuse = None            # the launch's ReusableStart whose repeated starts may join it
         self.pending = None          # the Pending handed to the starts that joined it
 
     @property
@@ -137,7 +140,8 @@ EVENT_POOL: list = []
 
 def register(flight: Flight) -> None:
     global _since_reap, _count
-    with _lock:
+    _lock.acquire()               # not ``with``: it costs twice as much, on every launch
+    try:
         lane = _lanes.get(flight.lane)
         if lane is None:
             _lanes[flight.lane] = [flight]
@@ -148,6 +152,8 @@ def register(flight: Flight) -> None:
         if _since_reap >= REAP_EVERY:
             _since_reap = 0
             reap()
+    finally:
+        _lock.release()
 
 
 def others_in_flight(flight: Flight | None) -> bool:
@@ -216,19 +222,20 @@ def _retire(f: Flight) -> None:
 
 def release(flight: Flight) -> None:
     global _count
-    with _lock:
+    _lock.acquire()
+    try:
         if flight.done:
             return
         _retire(flight)
-        lane = _lanes.get(flight.lane)
-        if lane is not None:
-            try:
-                lane.remove(flight)
-                _count -= 1
-            except ValueError:
-                pass
+        key = flight.lane
+        lane = _lanes.get(key)
+        if lane is not None and flight in lane:
+            lane.remove(flight)
+            _count -= 1
             if not lane:
-                del _lanes[flight.lane]
+                del _lanes[key]
+    finally:
+        _lock.release()
 
 
 def release_through(flight: Flight) -> None:
@@ -238,17 +245,18 @@ def release_through(flight: Flight) -> None:
     if flight.backend != "gpu":
         release(flight)
         return
-    with _lock:
+    _lock.acquire()
+    try:
         lane = _lanes.get(flight.lane)
-        if lane is None or flight.done:
-            release(flight)
-            return
-        try:
-            n = min(lane.index(flight), _ready_prefix(lane))
-        except ValueError:
-            n = 0
-        _release_prefix(flight.lane, lane, n)
-    release(flight)
+        if lane is not None and not flight.done and lane[0] is not flight:
+            try:
+                n = min(lane.index(flight), _ready_prefix(lane))
+            except ValueError:
+                n = 0
+            _release_prefix(flight.lane, lane, n)
+        release(flight)
+    finally:
+        _lock.release()
 
 
 def _release_prefix(key, lane: list, n: int) -> None:

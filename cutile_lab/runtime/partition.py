@@ -152,10 +152,13 @@ def wait_for(tensor) -> None:
             wait_flight(f)
 
 
-def partition(tensor, tile_shape) -> Partition:
+def partition(tensor, tile_shape, where=None) -> Partition:
+    """``tensor.partition(tile_shape)``: the move (``where``: the user's line, found when not
+    given)."""
     tensor._check("partition it", host=False)
     tile = _tile_shape(tensor, tile_shape)
-    where = user_site(2)
+    if where is None:
+        where = user_site(2)
     # views of this memory taken before the move end with it (E0505); the partition's own
     # view, made just after, lives on
     storage = tensor.storage
@@ -187,14 +190,15 @@ def _name_in_any_frame(obj) -> str | None:
     return None
 
 
-def raise_dead_view(view, what: str, where=None, how: str = "read") -> None:
-    """Refuse a use of a view that a later move into a partition ended (rustc's E0505)."""
+def raise_dead_view(view, what: str, where=None, how: str = "read", name=None) -> None:
+    """Refuse a use of a view that a later move into a partition ended (rustc's E0505);
+    ``name``: what the user calls it (a partition's name for the view it holds)."""
     from cutile_lab.diagnostics import Diagnostic, Label
     from cutile_lab.runtime.callsite import as_span, user_call_site, user_name_of
     _, _, _, moved_at, ref = view.dead_view()
     moved_at = as_span(moved_at)
     where = as_span(where) or user_call_site()
-    name = view.name or user_name_of(view)
+    name = name or view.name or user_name_of(view)
     moved = ref()
     base = (moved.name or _name_in_any_frame(moved)) if moved is not None else None
     this = f"`{name}`" if name else "this view"
@@ -211,10 +215,16 @@ def raise_dead_view(view, what: str, where=None, how: str = "read") -> None:
                "that is still borrowed)"])])
 
 
-def partition_mut(tensor, tile_shape) -> Partition:
-    tensor._check("borrow it mutably (partition_mut)", host=False)
-    tile = _tile_shape(tensor, tile_shape)
-    return Partition(tensor._alias(), tile, "borrow", source=tensor, origin=user_site(2))
+def partition_mut(tensor, tile_shape, where=None) -> Partition:
+    """``tensor.partition_mut(tile_shape)`` (``where``: the user's line, found when not given)."""
+    if tensor.moved is not None or tensor.storage.moves is not None:
+        tensor._check("borrow it mutably (partition_mut)", host=False)
+    if type(tile_shape) is int and tile_shape > 0 and len(tensor.shape) == 1:
+        tile = (tile_shape,)          # the common case: every check of ``_tile_shape`` passes
+    else:
+        tile = _tile_shape(tensor, tile_shape)
+    return Partition(tensor._alias(), tile, "borrow", tensor,
+                     where if where is not None else user_site(2))
 
 
 __all__ = ["Partition", "partition", "partition_mut", "wait_for"]

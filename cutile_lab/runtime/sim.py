@@ -18,7 +18,7 @@ import numpy as np
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime.backend import SIM
 from cutile_lab.runtime.dtypes import numpy_dtype
-from cutile_lab.runtime.memory import HostStorage
+from cutile_lab.runtime.memory import HostStorage, host_address
 from cutile_lab.runtime.ops import ExecContext, Pending
 from cutile_lab.runtime.ownership import Flight
 from cutile_lab.runtime.partition import Partition
@@ -48,10 +48,16 @@ def start(op, stream, for_sync: bool) -> Pending:
     return Pending(flight)
 
 
+_NUMPY: dict = {}                  # tile dtype name -> NumPy dtype
+
+
 def new_tensor(ctx, shape: tuple, dtype, where=None) -> Tensor:
     """An uninitialised NumPy array."""
-    flat = np.empty(math.prod(shape), dtype=numpy_dtype(dtype))
-    return Tensor.contiguous(HostStorage(flat.ctypes.data, flat.nbytes, flat), dtype, shape,
+    np_dt = _NUMPY.get(dtype.name)
+    if np_dt is None:
+        np_dt = _NUMPY[dtype.name] = numpy_dtype(dtype)
+    flat = np.empty(math.prod(shape), np_dt)
+    return Tensor.contiguous(HostStorage(host_address(flat), flat.nbytes, flat), dtype, shape,
                              where)
 
 
@@ -59,16 +65,16 @@ def prepare_launch(op, entry, values: dict, ctx) -> None:
     """Nothing to compile or pack: the simulator runs the checked kernel itself."""
 
 
-def launch(op, values: dict, entry, ctx) -> tuple:
-    """Simulate the launch (``op._run_sim``: the kernel checked once, then ``run_simulated``);
-    nothing for a restart to reuse."""
+def launch(op, values: dict, start, ctx) -> None:
+    """Simulate the launch (``op._run_sim``: the kernel checked once, then ``run_simulated``)
+    of ``start``'s entry (a ``ReusableStart``)."""
+    entry = start.entry
     op._run_sim(values, entry.consts, entry.grid)
-    return None, (), None
 
 
-def wait(flight) -> None:
-    """The work ran when it was started: release its borrows."""
-    ownership.release_through(flight)
+# waiting for a flight: the work ran when it was started, so its borrows are released (a lane
+# of its own: nothing else to release)
+wait = ownership.release
 
 
 def grid_instances(tiles: int, kdef) -> int:

@@ -20,6 +20,8 @@ from cutile_lab.diagnostics import Span
 from cutile_lab.errors import LaunchError
 from cutile_lab.language.dtypes import DType
 from cutile_lab.runtime import ownership
+from cutile_lab.runtime import partition as _partition
+from cutile_lab.runtime.callsite import user_site
 from cutile_lab.runtime.dtypes import numpy_dtype, to_dlpack, typestr
 from cutile_lab.runtime.memory import HostStorage, Storage
 
@@ -182,10 +184,12 @@ class Tensor:
     @classmethod
     def contiguous(cls, storage: Storage, dtype: DType, shape: tuple[int, ...],
                    origin=None) -> "Tensor":
-        """A C-contiguous tensor over all of ``storage`` with ``shape`` already a tuple of ints
-        (what allocation makes): ``__init__`` without its normalisation of the arguments."""
+        """A C-contiguous tensor over all of ``storage`` (``storage.nbytes`` are its elements'
+        bytes) with ``shape`` already a tuple of ints (what allocation makes): ``__init__``
+        without its normalisation of the arguments."""
         t = cls.__new__(cls)
-        t.storage, t.dtype, t.shape, t.strides = storage, dtype, shape, c_strides(shape)
+        t.storage, t.dtype, t.shape = storage, dtype, shape
+        t.strides = strides = _c_strides(shape)
         t.offset = 0
         t.id = next(_ids)
         t.moved = None
@@ -193,8 +197,8 @@ class Tensor:
         t._origin = origin
         t.name = None
         t.ptr = ptr = storage.ptr
-        t.range = (ptr, ptr + math.prod(shape) * dtype.itemsize)
-        t.key = (ptr, shape, t.strides, dtype.name, storage.backend, False)
+        t.range = (ptr, ptr + storage.nbytes)
+        t.key = (ptr, shape, strides, dtype.name, storage.backend, False)
         return t
 
     def _alias(self) -> "Tensor":
@@ -381,14 +385,12 @@ class Tensor:
     # --- partitions (see runtime.partition) ---------------------------------------------------
     def partition(self, tile_shape):
         """Move this tensor into a ``Partition`` of ``tile_shape`` tiles (this name dies)."""
-        from cutile_lab.runtime.partition import partition
-        return partition(self, tile_shape)
+        return _partition.partition(self, tile_shape, user_site(2))
 
     def partition_mut(self, tile_shape):
         """Borrow this tensor mutably as a ``Partition``; usable again once the work is done.
         Also a context manager: ``with t.partition_mut(128) as p: ...``."""
-        from cutile_lab.runtime.partition import partition_mut
-        return partition_mut(self, tile_shape)
+        return _partition.partition_mut(self, tile_shape, user_site(2))
 
 
 __all__ = ["Tensor", "c_strides", "normalize_shape"]

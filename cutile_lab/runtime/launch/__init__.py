@@ -13,8 +13,10 @@ One module per concern, in the order a launch needs them (none imports one after
   memory, or wherever ctypes cannot be used);
 - ``plan``: the entry of an argument layout (checked, specialized, packed) and the compiled,
   loaded specialization (``LaunchPlan``), cached per kernel and device architecture;
-- ``op``: ``LaunchOp`` (the DeviceOp a kernel call builds), ``OutputLaunchOp`` and the public
-  entry points ``launch_op`` / ``launch`` / ``launch_into``.
+- ``op``: ``LaunchOp`` (the DeviceOp a kernel call builds) with the one path every start takes
+  (``LaunchOp._enqueue``: arguments, start record, moves, entry, in-flight borrows, the
+  backend's launch), ``OutputLaunchOp`` and the public entry points ``launch_op`` / ``launch``
+  / ``launch_into``.
 
 Everything that talks to libcuda is in ``runtime.driver``; the simulator's side of a launch in
 ``runtime.sim``. The result of a launch hands ownership back: the tuple of its arguments,

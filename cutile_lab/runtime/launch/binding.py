@@ -29,12 +29,13 @@ def _const_params(kdef) -> set[str]:
 class KernelInfo:
     """What a launch needs to know about a kernel, computed once per kernel."""
 
-    __slots__ = ("kdef", "names", "consts", "generics", "checked", "plans", "roles", "entries",
-                 "recent")
+    __slots__ = ("kdef", "name", "names", "consts", "generics", "checked", "plans", "roles",
+                 "entries", "recent", "bindings")
 
     def __init__(self, kernel):
         kdef = kernel.definition
         self.kdef = kdef
+        self.name = kdef.name
         self.names = [p.name for p in kdef.params]
         self.consts = _const_params(kdef)
         self.generics = set(kdef.const_generics)
@@ -43,6 +44,9 @@ class KernelInfo:
         self.checked = False
         self.plans: dict = {}
         self.entries: dict = {}     # argument layout -> _Entry (checked, specialized, packed)
+        # (number of positional arguments, keyword names) -> (the parameters bound by position,
+        # the keywords that bind parameters): the calls ``bind_arguments`` found right
+        self.bindings: dict = {}
         # a weak reference to the _ReusableStart of the latest launch built from positional arguments:
         # a new op of the very same argument objects reuses it (it lives while an op or
         # in-flight work holds it)
@@ -50,6 +54,7 @@ class KernelInfo:
 
 
 def kernel_info(kernel) -> KernelInfo:
+    """The kernel's ``KernelInfo`` (made again when its definition was replaced)."""
     info = kernel.__dict__.get("_launch_info")
     if info is None or info.kdef is not kernel.definition:
         info = KernelInfo(kernel)
@@ -69,6 +74,21 @@ def bind_arguments(info: KernelInfo, args, kwargs, where) -> tuple[dict, dict]:
     names = info.names
     if not kwargs and not info.consts and len(args) == len(names):
         return dict(zip(names, args)), {}
+    shape = (len(args), tuple(kwargs))       # how the call binds depends on this alone
+    split = info.bindings.get(shape)
+    if split is not None:                    # a binding seen before, and found right
+        positional, keywords = split
+        bound = dict(zip(positional, args))
+        consts = {}
+        for k, v in kwargs.items():
+            if k in keywords:
+                bound[k] = v
+            else:
+                consts[k] = v
+        for name in list(bound):
+            if name in info.consts:
+                consts[name] = bound.pop(name)
+        return bound, consts
     bound: dict = {}
     given = list(names[:len(args)])
     for name, a in zip(names, args):
@@ -93,6 +113,13 @@ def bind_arguments(info: KernelInfo, args, kwargs, where) -> tuple[dict, dict]:
                                   extra_positional=max(0, len(args) - len(names)))
         if diags:
             raise OwnershipError(diags)
+    elif len(given) == len(set(given)):
+        # remembered: which positions and keywords bind parameters (the rest are consts)
+        if len(info.bindings) > 64:
+            info.bindings.clear()
+        info.bindings[shape] = (names[:len(args)],
+                                frozenset(k for k in kwargs
+                                          if not (k in info.generics and k not in names)))
     return bound, consts
 
 

@@ -24,6 +24,7 @@ from cutile_lab.checking.read_only import read_only_parameters
 from cutile_lab.diagnostics import Diagnostic, Span
 from cutile_lab.errors import LaunchWarning
 from cutile_lab.runtime import ownership
+from cutile_lab.runtime.callsite import as_span, user_name_of
 from cutile_lab.runtime.ownership import Borrow, OwnershipError
 from cutile_lab.runtime.partition import Partition, raise_dead_view
 from cutile_lab.runtime.tensor import Tensor
@@ -43,27 +44,36 @@ def raise_moved(label: str, values: dict, where) -> None:
             obj = v if v.moved is not None else v.tensor
             ownership.raise_use_after_move(
                 obj, f"pass it to `{label}` as `{name}`", where=where, how="launch")
-        if type(v) is Tensor and v.storage.moves is not None and v.dead_view() is not None:
-            raise_dead_view(v, f"pass it to `{label}` as `{name}`", where, "launch")
+        # a view — a partition's too — that a later move of its memory ended
+        t = v.tensor if type(v) is Partition else v
+        if type(t) is Tensor and t.storage.moves is not None and t.dead_view() is not None:
+            raise_dead_view(t, f"pass it to `{label}` as `{name}`", where, "launch",
+                            user_name_of(v) if t is not v else None)
+    # the caller found a moved object among the arguments: never let it through unworded
+    raise OwnershipError([Diagnostic(
+        "TL102", "error", f"cannot launch `{label}`: an argument was moved or its borrow ended",
+        as_span(where),
+        help="use the partition the move made (or `p.unpartition()`), or borrow with "
+             "`t.partition_mut(...)` instead of moving")])
 
 
-def check_in_flight(values, entry, ctx, where, reuse=None) -> None:
-    """TL104/TL105: the launch's arrays against the borrows of work in flight on other streams
-    (``reuse``: the op's ``ReusableStart``, which keeps the arguments and their byte ranges)."""
-    borrows = reuse.borrows if reuse is not None and reuse.entry is entry else None
-    if borrows is None:
+def check_in_flight(start, ctx, where) -> None:
+    """TL104/TL105: a launch's arrays against the borrows of work in flight on other streams.
+    ``start``: the launch's ``ReusableStart`` (its entry, arguments and borrows); what the check
+    needs of them — [(param, tensor, mut)] and their byte ranges — is kept on it."""
+    in_flight = start.in_flight
+    if in_flight is None:
+        values = start.values
         args = []
-        for name, mut in entry.arrays:
+        for name, mut in start.entry.arrays:
             v = values[name]
             if type(v) is Partition:
                 # a borrowing partition is checked (and named) as the tensor it lends
                 v = v._source if v._source is not None else v.tensor
             args.append((name, v, mut))
-        borrows = (args, ownership.launch_ranges(args))
-        if reuse is not None and reuse.entry is entry:
-            reuse.borrows = borrows
+        in_flight = start.in_flight = (args, ownership.launch_ranges(args))
     lane = ctx.flight.lane if ctx.capture is None else ownership.NO_LANE
-    hits = ownership.check_launch_borrows(borrows[0], ctx.flight, where, lane, borrows[1])
+    hits = ownership.check_launch_borrows(in_flight[0], ctx.flight, where, lane, in_flight[1])
     if hits:
         raise OwnershipError([d for _, d in hits])
 
@@ -71,26 +81,18 @@ def check_in_flight(values, entry, ctx, where, reuse=None) -> None:
 _borrow = functools.partial(tuple.__new__, Borrow)      # Borrow(...) at a plain tuple's cost
 
 
-def borrows_of(entry, values) -> tuple[list, list]:
-    """(the in-flight record's ``Borrow``s of a launch — what it reads and writes —, the
-    objects the work keeps alive)."""
-    borrows, keep = [], []
+def borrows_of(entry, values) -> list:
+    """The in-flight record's ``Borrow``s of a launch: what it reads and writes. A borrowing
+    partition borrows the tensor it lends (its own view of it covers the very same bytes)."""
+    borrows = []
     for name, mut in entry.arrays:
-        v = values[name]
-        if type(v) is Partition:
-            keep.append(v)
-            t = v.tensor
-            src = v._source         # a borrowing partition: the lent tensor too
-            if src is not None:
-                lo, hi = src.range
-                borrows.append(_borrow((lo, hi, True, src, name)))
-        else:
-            t = v
+        t = values[name]
+        if type(t) is Partition:
+            t = t.tensor if t._source is None else t._source
         lo, hi = t.range
         if hi > lo:
             borrows.append(_borrow((lo, hi, mut, t, name)))
-        keep.append(t)
-    return borrows, keep
+    return borrows
 
 
 def is_mut(info, name, value) -> bool:

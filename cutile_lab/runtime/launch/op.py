@@ -1,23 +1,30 @@
-"""The launch op: what ``kernel(*args)`` builds, and how it is started.
+"""The launch op: what ``kernel(*args)`` builds, and the one path every start of it takes.
 
 Owns ``LaunchOp`` (the lazy launch; its result is the tuple of its arguments: ownership handed
 back), ``OutputLaunchOp`` (a launch into a new tensor allocated when it is enqueued: the kernel
 library's host functions), ``ReusableStart`` and the public entry points ``launch_op`` /
 ``launch`` / ``launch_into``.
 
-A start runs, in this order: the arguments resolved (DeviceOps enqueued first on the same
-stream, foreign arrays wrapped), the move checks (TL102), the entry of the argument layout
-(``plan.prepare_entry`` on a miss: launch rules, consts, grid, the loaded kernel, the packing
-template), the in-flight borrows published and checked under the registry's lock (TL104 /
-TL105), then the launch (``driver.RawLaunch``, ``packing.launch_core`` or the simulator).
+Every start — the first, a repeated one, one of a new op of the very same argument objects, one
+that joins the flight of the previous start on its stream — runs ``LaunchOp._enqueue``, in this
+order:
 
-A start of an op whose plain arguments (tensors, partitions, numbers) were started before — the
-same op again, or a new op of the very same objects — reuses what its first start computed
-(``ReusableStart``: the entry, the packed launch, the in-flight record, the result): all of it
-depends only on the entry's key, fixed for those objects. The checks that can change between
-two starts still run every time: moves (TL102) and in-flight work (TL104/TL105). ``start`` on a
-stream whose last flight is this very launch joins that flight (``_join``); the three ways in
-(``_join``, ``_enqueue`` of a reused start, ``_enqueue_first``) run the same checks.
+1. the arguments resolved (DeviceOps enqueued first on the same stream, foreign arrays wrapped);
+2. their ``ReusableStart``: the op's own when these are the objects of its last start (or of the
+   kernel's latest start, ``launch_op``), else a new one keyed by their layout (``_start_of``);
+3. the move checks (TL102) over its objects, on every start;
+4. the entry of the layout (``KernelInfo.entries``: a dict hit when it was seen, else
+   ``plan.prepare_entry``: launch rules, consts, grid, the loaded kernel, the packing template)
+   and the byte ranges the launch borrows (``checks.borrows_of``, once per start record);
+5. those borrows published in the flight and checked against work in flight on other streams
+   (TL104 / TL105), both under the ownership registry's lock;
+6. the launch, through the backend's one call (``Backend.launch``: the simulator, or the GPU's
+   ctypes ``driver.RawLaunch`` with a ``cuda.core.launch`` fallback).
+
+The caches (the entries per layout, the start record per argument objects, the packed launch in
+it) are data this one path looks up; none is a path of its own. A start joins the previous
+flight of its stream (``LaunchOp.start``) only in which flight it records itself in: it runs the
+same path, with the lock held from the decision to the launch.
 """
 from __future__ import annotations
 
@@ -30,12 +37,13 @@ from cutile_lab.errors import LaunchError
 from cutile_lab.runtime import device as _device
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime import sim as _sim
+from cutile_lab.runtime.backend import GPU
 from cutile_lab.runtime.callsite import user_site
 from cutile_lab.runtime.creation import new_tensor
 from cutile_lab.runtime.dtypes import as_dtype
 from cutile_lab.runtime.launch import checks
-from cutile_lab.runtime.launch.binding import (SCALARS, KernelInfo, as_arg, backend_of,
-                                                   bind_arguments, kernel_info, normalize_grid)
+from cutile_lab.runtime.launch.binding import (SCALARS, as_arg, backend_of,
+                                               bind_arguments, kernel_info, normalize_grid)
 from cutile_lab.runtime.launch.checks import MEASURE, STATS, borrows_of
 from cutile_lab.runtime.launch.packing import launch_core
 from cutile_lab.runtime.launch.plan import align, prepare_entry
@@ -45,78 +53,74 @@ from cutile_lab.runtime.partition import Partition, _tile_shape
 from cutile_lab.runtime.tensor import Tensor, normalize_shape
 
 FRESH = "new output"          # the entry key's mark of a library call's new output
+_PLAIN_SCALARS = frozenset((bool, int, float))
+_PASSED = frozenset((Tensor, Partition, bool, int, float))
 
 
 class ReusableStart:
-    """What re-starting the same LaunchOp (the same argument objects) reuses: everything but the
-    checks that can change between two starts — moves (TL102) and in-flight work (TL103-TL105),
-    which run on every start. The launch-level rules depend only on what the entry's key holds
-    (the arguments' layouts, the consts, the grid), fixed for the op's argument objects."""
+    """What the start path computed for one set of argument objects, reused by every later
+    start of the very same objects: the layout's entry, the objects whose moves each start
+    checks, the byte ranges the launch borrows, the result, and the backend's packed launch.
+    The checks that can change between two starts — moves (TL102) and in-flight work
+    (TL103-TL105) — are not kept: they run on every start."""
 
-    __slots__ = ("backend", "entry", "movers", "borrow_entries", "keep", "result", "bound", "raw",
-                 "scalars", "args", "borrows", "__weakref__")
+    __slots__ = ("backend", "values", "key", "entry", "objects", "borrows", "result",
+                 "raw", "scalars", "packed", "in_flight", "__weakref__")
 
-    def __init__(self, backend, entry, movers, borrow_entries, keep, result, bound):
+    def __init__(self, backend, values, key, entry, objects, result):
         self.backend = backend
-        self.entry = entry
-        self.movers = movers          # objects whose ``moved`` must still be None
-        self.borrow_entries = borrow_entries      # the in-flight record's entries: (lo, hi, mut, t, name)
-        self.keep = keep              # objects the work keeps alive
-        self.result = result          # the tuple handed back
-        self.bound = bound            # parameter name -> argument (never mutated: shared)
-        self.raw = None               # the entry's _RawLaunch where one can be used
-        self.scalars = ()             # raw: [(address, bytes)] of this op's scalar values
-        self.args = None              # cuda.core: the packed arguments
-        self.borrows = None           # ([(param, tensor, mut)], their byte ranges): TL104/105
-
-
+        self.values = values          # parameter name -> argument (never mutated: shared)
+        self.key = key                # the layout's key in ``KernelInfo.entries``
+        self.entry = entry            # the LaunchEntry (None until prepared)
+        # the tensors and partitions: kept alive by the work; their moves checked every start
+        self.objects = objects
+        self.borrows = None           # the in-flight record's entries: Borrow(lo, hi, mut, t, name)
+        self.result = result          # what the start hands back
+        self.raw = None               # gpu: the entry's RawLaunch, False where none is used
+        self.scalars = ()             # gpu, raw: [(address, bytes)] of the scalar slots
+        self.packed = None            # gpu, cuda.core: the packed arguments
+        self.in_flight = None         # ([(param, tensor, mut)], ranges): TL104/TL105 checks
 
 
 class LaunchOp(DeviceOp):
     """A lazy kernel launch. Its result is the tuple of its arguments (ownership handed back)."""
 
-    _result = None                    # the tuple handed back (plain arguments)
     _entry = None                     # the LaunchEntry of the latest start
-    _reuse = None                     # a ReusableStart once started (plain arguments only)
+    _reuse = None                     # the ReusableStart of the latest start (plain arguments)
     _args = None                      # the positional arguments when they bind one to one
+    _plain = True
     sim_result = None
     compiled = None
     grid = None
+    diagnostics: list = []            # replaced, never mutated
     explicit_consts: dict = {}        # never mutated (``_consts`` copies it)
     # the parameter that gets a new tensor when the launch is enqueued (``OutputLaunchOp``): its
     # part of the entry key is its layout, not its address, and its pointer is packed per launch
     _fresh = None
     _consts_key = ()
 
-    @classmethod
-    def _from_earlier_start(cls, kernel, info, f, args, where) -> "LaunchOp":
-        """A new op of the very same plain positional arguments as the start that built ``f``:
-        everything ``__init__`` would compute is ``f``'s already (what a repeated
-        ``kernel(p, x, y).start(s)`` in a loop costs on the host)."""
-        op = cls.__new__(cls)
-        op.kernel = kernel
-        op.info = info
-        op.label = kernel.name
-        op.backend = f.backend
-        op._where = where
-        op.bound = f.bound
-        op._plain = True
-        op._args = args
-        op._reuse = f
-        op._adopt(f)
-        return op
-
-    def __init__(self, kernel, args, kwargs, grid=None):
-        super().__init__()
+    def __init__(self, kernel, args, kwargs, grid=None, where=None):
         self.kernel = kernel
-        self.info = info = kernel_info(kernel)
-        self.label = kernel.name
-        self.grid = normalize_grid(grid) if grid is not None else None
-        self.bound, self.explicit_consts = bound, consts = self._bind(args, kwargs)
-        self._consts_key = tuple(sorted(consts.items())) if consts else ()
-        plain = True
+        info = kernel.__dict__.get("_launch_info")            # ``kernel_info``, inlined
+        if info is None or info.kdef is not kernel.definition:
+            info = kernel_info(kernel)
+        self.info = info
+        self.label = info.name
+        self._where = where if where is not None else user_site(2)
+        if grid is not None:
+            self.grid = normalize_grid(grid)
+        if not kwargs and not info.consts and len(args) == len(info.names):
+            self.bound = dict(zip(info.names, args))
+            if grid is None:
+                # the arguments bind one to one, in order: they are the result
+                self._args = args if type(args) is tuple else tuple(args)
+        else:
+            self.bound, consts = self._bind(args, kwargs)
+            if consts:
+                self.explicit_consts = consts
+                self._consts_key = tuple(sorted(consts.items()))
         backend = None
-        for v in bound.values():
+        for v in self.bound.values():
             t = type(v)
             if t is Tensor:
                 if backend is None:
@@ -124,86 +128,12 @@ class LaunchOp(DeviceOp):
             elif t is Partition:
                 if backend is None:
                     backend = v.tensor.storage.backend
-            elif not isinstance(v, SCALARS):
-                plain = False
+            elif t not in _PLAIN_SCALARS and not isinstance(v, SCALARS):
+                self._plain = False
+                self._args = None
+                backend = backend_of(self.bound.values())
                 break
-        self._plain = plain
-        self.backend = backend if plain else backend_of(bound.values())
-        self.diagnostics: list[Diagnostic] = []
-        if plain and grid is None and not kwargs and not info.consts \
-                and len(args) == len(info.names):
-            # the arguments bind one to one, in order: they are the result (and a later op of
-            # the very same objects is built by ``_from_earlier_start`` from this one's first start)
-            self._args = tuple(args)
-
-    # --- starting ------------------------------------------------------------------------------
-    def start(self, stream=None):
-        """Enqueue the launch on ``stream`` and return at once (see ``DeviceOp.start``).
-
-        Starting the same launch again on the same stream, while its previous start is still
-        in flight with no completion event recorded and no work in flight on other streams,
-        joins the previous start's flight: same memory borrowed, same line, ordered after it.
-        Only the checks that can change run (moves); the launch goes straight to the driver.
-
-        The join is decided and the launch enqueued under the ownership registry's lock: no
-        other thread can register a conflicting flight, or see the joined flight complete,
-        between the check and the launch."""
-        f = self._reuse
-        g = _device._context
-        if f is not None and stream is not None and f.raw is not None \
-                and self._entry is f.entry and g is not None \
-                and getattr(_device._thread, "ctx", None) is g:
-            hit = g._keys.get(id(stream))
-            if hit is not None and hit[0] is stream:
-                lane, handle = hit[1], hit[2]
-            else:
-                lane, handle = g.stream_handles(as_core_stream(stream))
-            pending = self._join(f, lane, handle)
-            if pending is not None:
-                return pending
-        pending = _start(self, stream, for_sync=False)
-        flight = pending.flight
-        if self._reuse is not None and flight.backend == "gpu":
-            flight.reuse = self._reuse
-        return pending
-
-    def _join(self, f, lane, handle):
-        """The Pending of the lane's last flight, with this launch enqueued after it, when the
-        join applies (nothing in flight elsewhere, so no conflict is possible; the lane's last
-        flight is this launch from this line, enqueued, uncovered; nothing moved); else None."""
-        measure = MEASURE[0]
-        if measure:
-            t0 = time.perf_counter()
-        with ownership._lock:
-            flights = ownership._lanes.get(lane)
-            if not flights or ownership._count != len(flights):
-                return None
-            last = flights[-1]
-            if last.reuse is not f or last.event is not None or not last.ready or last.done \
-                    or not (last._where is self._where or last._where == self._where):
-                return None
-            for o in f.movers:
-                if o.moved is not None or (type(o) is Tensor and o.storage.moves is not None
-                                           and o.dead_view() is not None):
-                    return None
-            if measure:
-                STATS["check_s"] += time.perf_counter() - t0
-                STATS["checks"] += 1
-            raw = f.raw
-            if f.scalars:
-                err = raw.launch(handle, f.scalars)
-            elif raw.ex is not None:
-                cfg = raw.configs.get(lane)
-                err = raw.ex(cfg if cfg is not None else raw.config(lane), raw.func, raw.ptrs,
-                             None)
-            else:
-                err = raw.launch_kernel(handle, raw.ptrs, None)
-            if err:
-                return None           # not enqueued: the ordinary start reports the error
-            p = last.pending
-            if p is None:
-                p = last.pending = Pending(last)
-            return p
+        self.backend = backend
 
     # --- binding arguments to parameters -------------------------------------------------------
     def _bind(self, args, kwargs):
@@ -213,11 +143,104 @@ class LaunchOp(DeviceOp):
             self.diagnostics = list(e.diagnostics)
             raise
 
-    # --- running -------------------------------------------------------------------------------
-    def _resolve(self, ctx: ExecContext):
-        """(values for the kernel, values handed back) of the bound arguments."""
+    # --- starting ------------------------------------------------------------------------------
+    def start(self, stream=None):
+        """Enqueue the launch on ``stream`` and return at once (see ``DeviceOp.start``).
+
+        Starting the same launch again on the same stream, while its previous start is still
+        in flight with no completion event recorded and no work in flight on other streams,
+        joins the previous start's flight: same memory borrowed, same line, ordered after it.
+        The start itself runs the one start path (``_enqueue``) like any other; the join is
+        decided, and the launch enqueued, under the ownership registry's lock: no other thread
+        can register a conflicting flight, or see the joined flight complete, in between."""
+        s = self._reuse
+        if s is not None and stream is not None and s.raw and s.entry is self._entry:
+            pending = self._join(s, stream)
+            if pending is not None:
+                return pending
+        pending = _start(self, stream, for_sync=False)
+        s = self._reuse
+        if s is not None and s.raw:
+            pending.flight.reuse = s
+        return pending
+
+    def _join(self, s, stream):
+        """The Pending of the lane's last flight with this launch enqueued in it, when the join
+        applies (this thread's context current; nothing in flight on other streams, so no
+        conflict is possible; the lane's last flight is a start of these objects from this
+        line, enqueued, uncovered); else None (then an ordinary start runs)."""
+        g = _device._context
+        if g is None or getattr(_device._thread, "ctx", None) is not g:
+            return None
+        hit = g._keys.get(id(stream))
+        if hit is not None and hit[0] is stream:
+            lane, handle = hit[1], hit[2]
+        else:
+            lane, handle = g.stream_handles(as_core_stream(stream))
+        with ownership._lock:
+            flights = ownership._lanes.get(lane)
+            if not flights or ownership._count != len(flights):
+                return None
+            last = flights[-1]
+            if last.reuse is not s or last.event is not None or not last.ready or last.done \
+                    or not (last._where is self._where or last._where == self._where):
+                return None
+            self._enqueue(ExecContext(GPU, last.stream, last, None, g, handle))
+            p = last.pending
+            if p is None:
+                p = last.pending = Pending(last)
+            return p
+
+    # --- the one start path --------------------------------------------------------------------
+    def _enqueue(self, ctx: ExecContext):
+        """Start the launch in ``ctx`` (see the module's docstring for the order of the steps)."""
         if self._plain:
-            return self.bound, self.bound
+            values = returned = self.bound
+        else:
+            values, returned = self._resolve(ctx)
+        measure = MEASURE[0]
+        if measure:
+            t0 = time.perf_counter()
+        s = self._reuse
+        if s is None or s.values is not values or s.backend is not ctx.backend:
+            s = self._start_of(values, returned, ctx)
+        for o in s.objects:
+            if o.moved is not None or (type(o) is Tensor and o.storage.moves is not None
+                                       and o.dead_view() is not None):
+                checks.raise_moved(self.label, values, self.where)
+        entry = s.entry
+        if entry is None:
+            entry = s.entry = prepare_entry(self, values, ctx, s.key)
+        if s.borrows is None:
+            s.borrows = borrows_of(entry, values)
+        self._entry = entry
+        self.diagnostics = entry.diagnostics
+        flight = ctx.flight
+        joined = flight.reuse is s            # a joined flight holds these borrows already
+        # published before the check, both under the registry's lock: of two threads racing
+        # for the same memory, the second to take the lock sees the first's borrows
+        lock = ownership._lock
+        lock.acquire()
+        try:
+            if not joined:
+                flight.entries.extend(s.borrows)
+            if ownership._count > len(ownership._lanes.get(flight.lane, ())):
+                checks.check_in_flight(s, ctx, self._where)
+        finally:
+            lock.release()
+        if measure:
+            STATS["check_s"] += time.perf_counter() - t0
+            STATS["checks"] += 1
+        if entry.run:                         # an empty grid launches nothing
+            ctx.backend.launch(self, values, s, ctx)
+        if not joined:
+            flight.keep.extend(s.objects)
+            flight.keep.append(s)             # shared with later starts of the same objects
+        return s.result
+
+    def _resolve(self, ctx: ExecContext):
+        """(values for the kernel, values handed back) of bound arguments that are not all
+        plain (DeviceOps enqueued first, foreign arrays wrapped)."""
         values: dict = {}
         returned: dict = {}
         for name, v in self.bound.items():
@@ -227,152 +250,52 @@ class LaunchOp(DeviceOp):
             values[name] = as_arg(v)
         return values, returned
 
-    def _enqueue(self, ctx: ExecContext):
-        f = self._reuse
-        if f is None or f.backend != ctx.backend:
-            return self._enqueue_first(ctx)
-        if self._entry is not f.entry:
-            self._adopt(f)
-        # the same argument objects as a start that passed every check: only what can change
-        # between two starts is checked again
-        measure = MEASURE[0]
-        if measure:
-            t0 = time.perf_counter()
-        for o in f.movers:
-            if o.moved is not None or (type(o) is Tensor and o.storage.moves is not None and
-                                       o.dead_view() is not None):
-                checks.raise_moved(self.label, self.bound, self.where)
-        flight = ctx.flight
-        # published before the check, both under the registry's lock: of two threads racing
-        # for the same memory, the second to take the lock sees the first's borrows
-        with ownership._lock:
-            flight.entries.extend(f.borrow_entries)
-            # ownership.others_in_flight, inlined: work in flight on another stream?
-            if ownership._count > len(ownership._lanes.get(flight.lane, ())):
-                checks.check_in_flight(self.bound, f.entry, ctx, self._where, self._reuse)
-        if measure:
-            STATS["check_s"] += time.perf_counter() - t0
-            STATS["checks"] += 1
-        entry = f.entry
-        if entry.run:
-            raw = f.raw
-            handle = ctx.handle
-            if raw is not None and handle is not None:
-                err = raw.launch_kernel(handle, raw.ptrs, None) if not f.scalars else \
-                    raw.launch(handle, f.scalars)
-                if err:
-                    self._raw_failed(entry, ctx, f.args)
-            elif f.args is not None:  # cuda.core, with the arguments packed by the first start
-                self._run_gpu(self.bound, entry, ctx, f.args)
-            else:
-                ctx.backend.launch(self, self.bound, entry, ctx)
-        keep = flight.keep
-        keep.extend(f.keep)
-        keep.append(f)
-        return f.result
-
-    def _adopt(self, f) -> None:
-        """A ReusableStart shared from an earlier op: what a first start sets on the op."""
-        entry = f.entry
-        self._entry = entry
-        self.diagnostics = entry.diagnostics
-        self._result = f.result
-        if entry.plan is not None:
-            self.compiled = entry.plan.compiled
-
-    def _enqueue_first(self, ctx: ExecContext):
-        """A start with arguments not seen by this op before: the cache key of their layout,
-        the entry (checked, specialized, packed) for it, then the launch."""
-        info = self.info
-        values, returned = self._resolve(ctx)
-        measure = MEASURE[0]
-        if measure:
-            t0 = time.perf_counter()
-        key, movers = self._layout_key(values, ctx)
-        entry = info.entries.get(key)
-        if entry is None:
-            entry = prepare_entry(self, values, ctx, key)
-        self._entry = entry
-        self.diagnostics = entry.diagnostics
-        borrow_entries, keep = borrows_of(entry, values)
-        # in-flight work of other chains (streams): TL104 / TL105. This launch's borrows are
-        # published before the check, both under the registry's lock: of two threads racing
-        # for the same memory, the second to take the lock sees the first's borrows
-        flight = ctx.flight
-        with ownership._lock:
-            flight.entries.extend(borrow_entries)
-            if ownership.others_in_flight(flight):
-                checks.check_in_flight(values, entry, ctx, self._where, self._reuse)
-        if measure:
-            STATS["check_s"] += time.perf_counter() - t0
-            STATS["checks"] += 1
-        plain = returned is self.bound
-        # run (an empty grid launches nothing)
-        args = raw = None
-        scalars = ()
-        if entry.run:
-            raw, scalars, args = ctx.backend.launch(self, values, entry, ctx)
-        result = self._args
-        if result is None:
-            result = tuple(returned[n] for n in info.names if n in returned)
-        f = None
-        if plain:
-            self._result = result
-            f = ReusableStart(ctx.backend, entry, tuple(movers), borrow_entries, keep, result,
-                               self.bound)
-            if entry.run:
-                f.raw = raw
-                f.scalars = scalars
-                f.args = args
-            self._reuse = f
-            if self._args is not None:
-                info.recent = weakref.ref(f)
-        flight.keep.extend(keep)
-        if f is not None:
-            flight.keep.append(f)         # shared with later ops of the same arguments
-        return result
-
-    def _layout_key(self, values, ctx) -> tuple[tuple, list]:
-        """(the entry cache's key of the arguments' layout, the objects whose moves a restart
-        checks again); raises on a moved argument (always checked: a tensor can be moved after
-        an identical launch was checked)."""
+    def _start_of(self, values, returned, ctx) -> ReusableStart:
+        """A new ReusableStart of ``values``: the entry cache's key of their layout (the entry
+        itself when the layout was seen) and their tensors and partitions."""
         info = self.info
         parts = []
-        movers = []
+        objects = []
         for name in info.names:
             v = values.get(name)
             cls = type(v)
             if cls is Partition:
                 t = v.tensor
-                if v.moved is not None or t.moved is not None:
-                    checks.raise_moved(self.label, values, self.where)
                 if name == self._fresh:
                     # memory allocated for this launch aliases nothing: what the entry depends
                     # on is its layout (alignment included), not where it is
                     parts.append((FRESH, align(t.ptr), t.shape, t.dtype.name, v.tile_shape))
                 else:
                     parts.append((t.key, v.tile_shape))
-                movers.append(v)
-                movers.append(t)
+                objects.append(v)
+                objects.append(t)
             elif cls is Tensor:
-                if v.moved is not None or (v.storage.moves is not None and
-                                           v.dead_view() is not None):
-                    checks.raise_moved(self.label, values, self.where)
                 parts.append(v.key)
-                movers.append(v)
+                objects.append(v)
             elif name in values:
                 parts.append((cls, v) if name in info.consts else cls)
-        return (ctx.backend, tuple(parts), self._consts_key, self.grid), movers
+        key = (ctx.backend, tuple(parts), self._consts_key, self.grid)
+        s = ReusableStart(ctx.backend, values, key, info.entries.get(key), objects,
+                          self._result_of(returned))
+        if returned is self.bound:
+            self._reuse = s
+            if self._args is not None:
+                info.recent = weakref.ref(s)
+        return s
 
-    def _raw_failed(self, entry, ctx, args, values=None):
+    def _result_of(self, returned):
+        """What a start hands back: the arguments, partitions included (ownership back)."""
+        if self._args is not None:
+            return self._args
+        return tuple(returned[n] for n in self.info.names if n in returned)
+
+    # --- the backends' side of a launch ---------------------------------------------------------
+    def _raw_failed(self, entry, ctx, values, s):
         """The driver refused the ctypes launch (a thread without the context current, ...):
         launch through cuda.core, which raises the driver's error if it persists."""
-        args = self._run_gpu(values if values is not None else self.bound, entry, ctx, args)
+        s.packed = self._run_gpu(values, entry, ctx, s.packed)
         entry.raw = False             # cuda.core launched it: use cuda.core from now on
-        f = self._reuse
-        if f is not None:
-            f.raw = None
-        return args
+        s.raw = False
 
     def _run_gpu(self, values, entry, ctx, args=None):
         """Launch through ``cuda.core.launch``; returns the packed arguments (for reuse)."""
@@ -390,12 +313,20 @@ class LaunchOp(DeviceOp):
             info.checked = True
         self.sim_result = _sim.run_simulated(self.kernel, info, values, consts, grid)
 
+    def _adopt(self, s: ReusableStart) -> None:
+        """The ReusableStart of an earlier op of the very same arguments: this op's too."""
+        self._reuse = s
+        entry = s.entry
+        if entry is not None:
+            self._entry = entry
+            self.diagnostics = entry.diagnostics
+            if entry.plan is not None:
+                self.compiled = entry.plan.compiled
+
     def __repr__(self) -> str:
         from cutile_lab.runtime.callsite import describe
         args = ", ".join(f"{k}={_short(v)}" for k, v in self.bound.items())
         return f"<DeviceOp launch {self.label}({args}) (lazy) from {describe(self.where)}>"
-
-
 
 
 def _short(v) -> str:
@@ -404,8 +335,6 @@ def _short(v) -> str:
     if isinstance(v, DeviceOp):
         return f"<{v.label}>"
     return type(v).__name__ if hasattr(v, "shape") else repr(v)
-
-
 
 
 # --- the public entry points ------------------------------------------------------------------
@@ -420,8 +349,10 @@ class OutputLaunchOp(LaunchOp):
     op's result is that tensor. What the kernel library's host functions build: no allocation
     before the op, no partition object of the caller's, no ``.then`` to take the tensor back."""
 
-    def __init__(self, kernel, shape, dtype, tile, args, kwargs):
-        key = (shape, dtype, tile)
+    _plain = False
+
+    def __init__(self, kernel, shape, dtype, tile, args, kwargs, where=None):
+        key = (shape, getattr(dtype, "name", dtype), tile)   # a DType hashes slowly
         try:
             out = _OUTPUTS.get(key)
         except TypeError:             # a list for a shape: normalized every time
@@ -435,17 +366,43 @@ class OutputLaunchOp(LaunchOp):
                     _OUTPUTS.clear()
                 _OUTPUTS[key] = out
         self._out = out
-        LaunchOp.__init__(self, kernel, (None,) + tuple(args), kwargs)
-        self._fresh = self.info.names[0]
+        self.kernel = kernel
+        self.info = info = kernel_info(kernel)
+        self.label = info.name
+        self._where = where if where is not None else user_site(2)
+        names = info.names
+        self._fresh = names[0]
+        args = (None,) + tuple(args)
+        if not kwargs and not info.consts and len(args) == len(names):
+            self.bound = dict(zip(names, args))
+        else:
+            self.bound, consts = self._bind(args, kwargs)
+            if consts:
+                self.explicit_consts = consts
+                self._consts_key = tuple(sorted(consts.items()))
+        self.backend = backend_of(args[1:])
+        # inputs that need no resolving (tensors, partitions, numbers): copied as they are
+        plain = True
+        for v in args[1:]:
+            if type(v) not in _PASSED and not isinstance(v, SCALARS):
+                plain = False
+                break
+        self._inputs_plain = plain
 
     def _resolve(self, ctx: ExecContext):
         shape, dtype, tile = self._out
-        out = self.info.names[0]
+        out = self._fresh
+        where = self._where
+        if self._inputs_plain:
+            values = self.bound.copy()
+            values[out] = Partition(new_tensor(ctx, shape, dtype, where), tile, "move", None,
+                                    where)
+            return values, values
         values: dict = {}
         for name, v in self.bound.items():
             if name == out:
-                t = new_tensor(ctx, shape, dtype, self._where)
-                v = Partition(t, tile, "move", origin=self._where)
+                v = Partition(new_tensor(ctx, shape, dtype, self._where), tile, "move", None,
+                              self._where)
             elif isinstance(v, DeviceOp):
                 v = as_arg(v._enqueue(ctx))
             elif type(v) is not Tensor and not isinstance(v, SCALARS):
@@ -453,43 +410,47 @@ class OutputLaunchOp(LaunchOp):
             values[name] = v
         return values, values
 
-    def _enqueue(self, ctx: ExecContext):
-        return self._enqueue_first(ctx)[0].tensor
+    def _result_of(self, returned):
+        return returned[self._fresh].tensor
 
 
 def launch_into(kernel, shape, dtype, tile, *args, **kwargs) -> LaunchOp:
     """``kernel(new.partition(tile), *args, **kwargs)`` with ``new`` a tensor of ``shape`` and
     ``dtype`` allocated when the launch runs; the op's result is that tensor (``.sync()`` it)."""
-    return OutputLaunchOp(kernel, shape, dtype, tile, args, kwargs)
+    return OutputLaunchOp(kernel, shape, dtype, tile, args, kwargs, user_site(2))
 
 
-def _recent_start(info: KernelInfo, args) -> ReusableStart | None:
-    """The ReusableStart of the kernel's latest start if it was of the very same argument objects."""
-    r = info.recent
-    f = r() if r is not None else None
-    if f is not None:
-        res = f.result
+def _recent_start(s: ReusableStart | None, args) -> ReusableStart | None:
+    """``s`` (the kernel's latest start, while alive) if it was of the very same objects."""
+    if s is not None:
+        res = s.result
         if len(res) == len(args):
             for a, b in zip(args, res):
                 if a is not b:
                     return None
-            return f
+            return s
     return None
 
 
 def launch_op(kernel, args, kwargs) -> LaunchOp:
-    """``kernel(*args, **kwargs)``: the lazy launch (``grid=`` is a launch option)."""
-    if not kwargs:
-        info = kernel.__dict__.get("_launch_info")
-        if info is not None and info.kdef is kernel.definition:
-            f = _recent_start(info, args)
-            if f is not None:
-                return LaunchOp._from_earlier_start(kernel, info, f, args, user_site(2))
-    grid = None
-    if "grid" in kwargs and "grid" not in kernel_info(kernel).names:
-        kwargs = dict(kwargs)
-        grid = kwargs.pop("grid")
-    return LaunchOp(kernel, args, kwargs, grid)
+    """``kernel(*args, **kwargs)``: the lazy launch (``grid=`` is a launch option). A new op of
+    the very same objects as the kernel's latest start shares that start's record (what a
+    ``kernel(p, x, y).start(s)`` in a loop costs on the host)."""
+    where = user_site(2)
+    if kwargs:
+        grid = None
+        if "grid" in kwargs and "grid" not in kernel_info(kernel).names:
+            kwargs = dict(kwargs)
+            grid = kwargs.pop("grid")
+        return LaunchOp(kernel, args, kwargs, grid, where)
+    op = LaunchOp(kernel, args, kwargs, None, where)
+    r = op.info.recent
+    if r is not None and op._args is not None and op._plain:
+        s = _recent_start(r(), args)
+        if s is not None:
+            op.bound = s.values
+            op._adopt(s)
+    return op
 
 
 # How an object that is not a kernel yet (a ``@ct.kernel`` function) becomes one: set by
@@ -515,7 +476,7 @@ def launch(kernel, *args, grid=None, **kwargs) -> LaunchOp:
         kernel = adapt(kernel)
     if grid is None:
         return launch_op(kernel, args, kwargs)
-    return LaunchOp(kernel, args, kwargs, grid)
+    return LaunchOp(kernel, args, kwargs, grid, user_site(2))
 
 
 __all__ = ["LaunchOp", "OutputLaunchOp", "ReusableStart", "launch_op", "launch", "launch_into",
