@@ -65,7 +65,7 @@ class ReusableStart:
     (TL103-TL105) — are not kept: they run on every start."""
 
     __slots__ = ("backend", "values", "key", "entry", "objects", "borrows", "result",
-                 "raw", "scalars", "packed", "in_flight", "__weakref__")
+                 "raw", "scalars", "packed", "in_flight", "join_ctx", "__weakref__")
 
     def __init__(self, backend, values, key, entry, objects, result):
         self.backend = backend
@@ -80,6 +80,7 @@ class ReusableStart:
         self.scalars = ()             # gpu, raw: [(address, bytes)] of the scalar slots
         self.packed = None            # gpu, cuda.core: the packed arguments
         self.in_flight = None         # ([(param, tensor, mut)], ranges): TL104/TL105 checks
+        self.join_ctx = None          # gpu: the ExecContext a join enqueues in (``_join``)
 
 
 class LaunchOp(DeviceOp):
@@ -177,7 +178,9 @@ class LaunchOp(DeviceOp):
             lane, handle = hit[1], hit[2]
         else:
             lane, handle = g.stream_handles(as_core_stream(stream))
-        with ownership._lock:
+        lock = ownership._lock
+        lock.acquire()
+        try:
             flights = ownership._lanes.get(lane)
             if not flights or ownership._count != len(flights):
                 return None
@@ -185,11 +188,23 @@ class LaunchOp(DeviceOp):
             if last.reuse is not s or last.event is not None or not last.ready or last.done \
                     or not (last._where is self._where or last._where == self._where):
                 return None
-            self._enqueue(ExecContext(GPU, last.stream, last, None, g, handle))
+            # the context of a join: kept on the start record and pointed at the lane's last
+            # flight here, under the lock (it is used only until ``_enqueue`` returns)
+            ctx = s.join_ctx
+            if ctx is None:
+                ctx = s.join_ctx = ExecContext(GPU, last.stream, last, None, g, handle)
+            else:
+                ctx.stream = last.stream
+                ctx.flight = last
+                ctx.gpu = g
+                ctx.handle = handle
+            self._enqueue(ctx)
             p = last.pending
             if p is None:
                 p = last.pending = Pending(last)
             return p
+        finally:
+            lock.release()
 
     # --- the one start path --------------------------------------------------------------------
     def _enqueue(self, ctx: ExecContext):
@@ -213,21 +228,24 @@ class LaunchOp(DeviceOp):
             entry = s.entry = prepare_entry(self, values, ctx, s.key)
         if s.borrows is None:
             s.borrows = borrows_of(entry, values)
-        self._entry = entry
-        self.diagnostics = entry.diagnostics
+        if self._entry is not entry:
+            self._entry = entry
+            self.diagnostics = entry.diagnostics
         flight = ctx.flight
-        joined = flight.reuse is s            # a joined flight holds these borrows already
-        # published before the check, both under the registry's lock: of two threads racing
-        # for the same memory, the second to take the lock sees the first's borrows
-        lock = ownership._lock
-        lock.acquire()
-        try:
-            if not joined:
+        # a joined flight holds these borrows already, and ``_join`` holds the registry's lock
+        # and found nothing in flight on other streams: nothing to publish or check
+        joined = flight.reuse is s
+        if not joined:
+            # published before the check, both under the registry's lock: of two threads
+            # racing for the same memory, the second to take the lock sees the first's borrows
+            lock = ownership._lock
+            lock.acquire()
+            try:
                 flight.entries.extend(s.borrows)
-            if ownership._count > len(ownership._lanes.get(flight.lane, ())):
-                checks.check_in_flight(s, ctx, self._where)
-        finally:
-            lock.release()
+                if ownership._count > len(ownership._lanes.get(flight.lane, ())):
+                    checks.check_in_flight(s, ctx, self._where)
+            finally:
+                lock.release()
         if measure:
             STATS["check_s"] += time.perf_counter() - t0
             STATS["checks"] += 1
@@ -312,6 +330,22 @@ class LaunchOp(DeviceOp):
                 raise KernelDiagnosticsError(diags)
             info.checked = True
         self.sim_result = _sim.run_simulated(self.kernel, info, values, consts, grid)
+
+    @classmethod
+    def _of_start(cls, kernel, info, s: ReusableStart, args, where) -> "LaunchOp":
+        """A new op of the very same plain positional arguments as the kernel's latest start
+        ``s``: what ``__init__`` would bind and find is ``s``'s already (a kernel's latest start
+        is recorded only for arguments that bind one to one, in order, with no consts)."""
+        op = cls.__new__(cls)
+        op.kernel = kernel
+        op.info = info
+        op.label = info.name
+        op._where = where
+        op.bound = s.values
+        op._args = args if type(args) is tuple else tuple(args)
+        op.backend = s.backend
+        op._adopt(s)
+        return op
 
     def _adopt(self, s: ReusableStart) -> None:
         """The ReusableStart of an earlier op of the very same arguments: this op's too."""
@@ -437,20 +471,19 @@ def launch_op(kernel, args, kwargs) -> LaunchOp:
     the very same objects as the kernel's latest start shares that start's record (what a
     ``kernel(p, x, y).start(s)`` in a loop costs on the host)."""
     where = user_site(2)
+    if not kwargs:
+        info = kernel.__dict__.get("_launch_info")
+        if info is not None and info.recent is not None and info.kdef is kernel.definition:
+            s = _recent_start(info.recent(), args)
+            if s is not None:
+                return LaunchOp._of_start(kernel, info, s, args, where)
     if kwargs:
         grid = None
         if "grid" in kwargs and "grid" not in kernel_info(kernel).names:
             kwargs = dict(kwargs)
             grid = kwargs.pop("grid")
         return LaunchOp(kernel, args, kwargs, grid, where)
-    op = LaunchOp(kernel, args, kwargs, None, where)
-    r = op.info.recent
-    if r is not None and op._args is not None and op._plain:
-        s = _recent_start(r(), args)
-        if s is not None:
-            op.bound = s.values
-            op._adopt(s)
-    return op
+    return LaunchOp(kernel, args, kwargs, None, where)
 
 
 # How an object that is not a kernel yet (a ``@ct.kernel`` function) becomes one: set by
