@@ -99,7 +99,15 @@ def launch(op, values: dict, start, ctx) -> None:
         start.raw = raw
     handle = ctx.handle
     if raw and handle is not None:
-        if raw.launch(handle, start.scalars):
+        if start.scalars:
+            err = raw.launch(handle, start.scalars)
+        elif raw.ex is not None:      # cuLaunchKernelEx: 4 arguments for ctypes to convert
+            lane = ctx.flight.lane
+            cfg = raw.configs.get(lane)
+            err = raw.ex(cfg if cfg is not None else raw.config(lane), raw.func, raw.ptrs, None)
+        else:
+            err = raw.launch_kernel(handle, raw.ptrs, None)
+        if err:
             op._raw_failed(entry, ctx, values, start)
         return
     start.packed = op._run_gpu(values, entry, ctx, start.packed)
