@@ -81,9 +81,9 @@ def launch(op, values: dict, start, ctx) -> None:
     """Launch the checked entry of ``start`` (a ``ReusableStart``): through its ``RawLaunch``
     (ctypes ``cuLaunchKernel``, the scalar slots of these arguments packed once per start)
     where one can be used, else ``cuda.core.launch`` (the packed arguments kept on ``start``)."""
-    entry = start.entry
     raw = start.raw
     if raw is None:                   # the first launch of these arguments
+        entry = start.entry
         op.compiled = entry.plan.compiled
         raw = entry.raw
         if raw is None:
@@ -108,9 +108,9 @@ def launch(op, values: dict, start, ctx) -> None:
         else:
             err = raw.launch_kernel(handle, raw.ptrs, None)
         if err:
-            op._raw_failed(entry, ctx, values, start)
+            op._raw_failed(start.entry, ctx, values, start)
         return
-    start.packed = op._run_gpu(values, entry, ctx, start.packed)
+    start.packed = op._run_gpu(values, start.entry, ctx, start.packed)
 
 
 def wait(flight) -> None:

@@ -191,13 +191,11 @@ class LaunchOp(DeviceOp):
             # the context of a join: kept on the start record and pointed at the lane's last
             # flight here, under the lock (it is used only until ``_enqueue`` returns)
             ctx = s.join_ctx
-            if ctx is None:
+            if ctx is None or ctx.handle is not handle or ctx.gpu is not g:
                 ctx = s.join_ctx = ExecContext(GPU, last.stream, last, None, g, handle)
-            else:
+            elif ctx.flight is not last:
                 ctx.stream = last.stream
                 ctx.flight = last
-                ctx.gpu = g
-                ctx.handle = handle
             self._enqueue(ctx)
             p = last.pending
             if p is None:
