@@ -155,6 +155,35 @@ def copy_{dt}(z: Mut[Tensor[{dt}, "BR, BN"]], x: Tensor[{dt}, "?, ?"]):
     z.store(load_tile_like(x, z))
 ''')
 
+# the scores, the softmax's running max and sum, and P·V of one block: on the tensor cores (MMA,
+# 16-bit storage; the group's query rows padded to MQ) or as f32 products; shared by the safe
+# and the unsafe decode attention
+_ATTENTION_BLOCK = '''
+    if MMA:
+        lead = reshape(arange(MQ // G, dtype=i32), (MQ // G, 1, 1)) == 0
+        qt = transpose(reshape(where(lead, q, 0.0).astype({dt}), (MQ, D)))
+        st = mma(reshape(kb, (CH, D)), qt, full((CH, MQ), 0.0, dtype=f32))
+        valid = reshape(arange(CH, dtype=i32), (CH, 1)) + blk * CH <= p
+        st = where(valid, st, -1.0e30)
+        m = max(st, axis=0, keepdims=True)
+        pt = where(valid, exp2((st - m) * qk_scale), 0.0)
+        o = mma(transpose(pt.astype({dt})), reshape(vb, (CH, D)), full((MQ, D), 0.0, dtype=f32))
+        part.store(reshape(sum(where(lead, reshape(o, (MQ // G, G, D)), 0.0), axis=0),
+                           (1, G, D)))
+        mx.store(reshape(sum(where(lead, reshape(m * qk_scale, (MQ // G, G, 1)), 0.0), axis=0),
+                         (1, G, 1)))
+        sm.store(reshape(sum(where(lead, reshape(sum(pt, axis=0, keepdims=True),
+                                                 (MQ // G, G, 1)), 0.0), axis=0), (1, G, 1)))
+    else:
+        valid = reshape(arange(CH, dtype=i32), (1, CH)) + blk * CH <= p
+        s = where(valid, sum(reshape(q, (G, 1, D)) * kb.astype(f32), axis=2), -1.0e30)
+        m = max(s, axis=1, keepdims=True)
+        pr = where(valid, exp2((s - m) * qk_scale), 0.0)
+        part.store(reshape(sum(reshape(pr, (G, CH, 1)) * vb.astype(f32), axis=1), (1, G, D)))
+        mx.store(reshape(m * qk_scale, (1, G, 1)))
+        sm.store(reshape(sum(pr, axis=1, keepdims=True), (1, G, 1)))
+'''
+
 ATTENTION_DECODE = template('''
 @kernel(opt_level=3{hints})
 def attention_decode_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]], vc: Mut[Tensor[{dt}, "1, CH, D"]],
@@ -198,30 +227,7 @@ def attention_decode_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]], vc: Mut[Tensor[{dt}
     vb = where(at == p, vnew, vold)
     kc.store(kb)
     vc.store(vb)
-    if MMA:
-        lead = reshape(arange(MQ // G, dtype=i32), (MQ // G, 1, 1)) == 0
-        qt = transpose(reshape(where(lead, q, 0.0).astype({dt}), (MQ, D)))
-        st = mma(reshape(kb, (CH, D)), qt, full((CH, MQ), 0.0, dtype=f32))
-        valid = reshape(arange(CH, dtype=i32), (CH, 1)) + blk * CH <= p
-        st = where(valid, st, -1.0e30)
-        m = max(st, axis=0, keepdims=True)
-        pt = where(valid, exp2((st - m) * qk_scale), 0.0)
-        o = mma(transpose(pt.astype({dt})), reshape(vb, (CH, D)), full((MQ, D), 0.0, dtype=f32))
-        part.store(reshape(sum(where(lead, reshape(o, (MQ // G, G, D)), 0.0), axis=0),
-                           (1, G, D)))
-        mx.store(reshape(sum(where(lead, reshape(m * qk_scale, (MQ // G, G, 1)), 0.0), axis=0),
-                         (1, G, 1)))
-        sm.store(reshape(sum(where(lead, reshape(sum(pt, axis=0, keepdims=True),
-                                                 (MQ // G, G, 1)), 0.0), axis=0), (1, G, 1)))
-    else:
-        valid = reshape(arange(CH, dtype=i32), (1, CH)) + blk * CH <= p
-        s = where(valid, sum(reshape(q, (G, 1, D)) * kb.astype(f32), axis=2), -1.0e30)
-        m = max(s, axis=1, keepdims=True)
-        pr = where(valid, exp2((s - m) * qk_scale), 0.0)
-        part.store(reshape(sum(reshape(pr, (G, CH, 1)) * vb.astype(f32), axis=1), (1, G, D)))
-        mx.store(reshape(m * qk_scale, (1, G, 1)))
-        sm.store(reshape(sum(pr, axis=1, keepdims=True), (1, G, 1)))
-''', small="")
+''' + _ATTENTION_BLOCK, small="")
 
 ATTENTION_DECODE_UNSAFE = template('''
 @kernel(opt_level=3{hints})
@@ -279,30 +285,7 @@ def attention_decode_unsafe_{dt}(kc: Mut[Tensor[{dt}, "1, CH, D"]],
         if p // CH == blk:
             store(kc, index=(bg, p, 0), tile=knew)
             store(vc, index=(bg, p, 0), tile=vnew)
-    if MMA:
-        lead = reshape(arange(MQ // G, dtype=i32), (MQ // G, 1, 1)) == 0
-        qt = transpose(reshape(where(lead, q, 0.0).astype({dt}), (MQ, D)))
-        st = mma(reshape(kb, (CH, D)), qt, full((CH, MQ), 0.0, dtype=f32))
-        valid = reshape(arange(CH, dtype=i32), (CH, 1)) + blk * CH <= p
-        st = where(valid, st, -1.0e30)
-        m = max(st, axis=0, keepdims=True)
-        pt = where(valid, exp2((st - m) * qk_scale), 0.0)
-        o = mma(transpose(pt.astype({dt})), reshape(vb, (CH, D)), full((MQ, D), 0.0, dtype=f32))
-        part.store(reshape(sum(where(lead, reshape(o, (MQ // G, G, D)), 0.0), axis=0),
-                           (1, G, D)))
-        mx.store(reshape(sum(where(lead, reshape(m * qk_scale, (MQ // G, G, 1)), 0.0), axis=0),
-                         (1, G, 1)))
-        sm.store(reshape(sum(where(lead, reshape(sum(pt, axis=0, keepdims=True),
-                                                 (MQ // G, G, 1)), 0.0), axis=0), (1, G, 1)))
-    else:
-        valid = reshape(arange(CH, dtype=i32), (1, CH)) + blk * CH <= p
-        s = where(valid, sum(reshape(q, (G, 1, D)) * kb.astype(f32), axis=2), -1.0e30)
-        m = max(s, axis=1, keepdims=True)
-        pr = where(valid, exp2((s - m) * qk_scale), 0.0)
-        part.store(reshape(sum(reshape(pr, (G, CH, 1)) * vb.astype(f32), axis=1), (1, G, D)))
-        mx.store(reshape(m * qk_scale, (1, G, 1)))
-        sm.store(reshape(sum(pr, axis=1, keepdims=True), (1, G, 1)))
-''', small="")
+''' + _ATTENTION_BLOCK, small="")
 
 ATTENTION_COMBINE = template('''
 @kernel(opt_level=3{hints})

@@ -12,6 +12,7 @@ import pytest
 import cutile_lab as cl
 from cutile_lab.runtime import OwnershipError
 from tests.runtime import kernels as K
+from tests.runtime.threads import hold_first_thread
 
 op_module = importlib.import_module("cutile_lab.runtime.launch.op")
 LaunchOp = op_module.LaunchOp
@@ -84,15 +85,7 @@ def test_a_cached_start_in_another_thread_is_still_checked(monkeypatch, rng):
     clobber = K.scale(x.partition_mut(1024), w, 1.0)        # writes x
     for op in (writer, reader, clobber):
         op.sync()                                           # every start record cached
-    running, finish = threading.Event(), threading.Event()
-    real = LaunchOp._run_sim
-
-    def slow_run(self, values, consts, grid):
-        if threading.current_thread().name == "first":
-            running.set()
-            assert finish.wait(30)
-        return real(self, values, consts, grid)
-    monkeypatch.setattr(LaunchOp, "_run_sim", slow_run)
+    running, finish = hold_first_thread(monkeypatch)
     first = threading.Thread(name="first", daemon=True, target=writer.sync)
     first.start()
     refused = {}

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.runtime.threads import Sizes, stress
+from tests.runtime.threads import Sizes, hold_first_thread, stress
 
 
 def check(figures, sizes):
@@ -54,21 +54,11 @@ def test_a_launch_running_in_another_thread_is_seen_by_the_check(sim, monkeypatc
 
     import cutile_lab as cl
     from cutile_lab.runtime import OwnershipError
-    from cutile_lab.runtime.launch import LaunchOp
     from tests.runtime import kernels as K
 
     x = cl.from_numpy(rng.standard_normal(4096).astype(np.float32)).sync()
     z = cl.zeros(4096).sync()
-    running, finish = threading.Event(), threading.Event()
-    real = LaunchOp._run_sim
-
-    def slow_run(self, values, consts, grid):
-        if threading.current_thread().name == "first":
-            running.set()
-            assert finish.wait(30)
-        return real(self, values, consts, grid)
-
-    monkeypatch.setattr(LaunchOp, "_run_sim", slow_run)
+    running, finish = hold_first_thread(monkeypatch)
     results = []
     first = threading.Thread(name="first", daemon=True,
                              target=lambda: results.append(

@@ -203,3 +203,23 @@ def stress(sizes: Sizes) -> Figures:
     except AssertionError as e:
         figures.failures.append(("results", str(e)))
     return figures
+
+
+def hold_first_thread(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """(running, finish): a simulated launch run by the thread named ``"first"`` sets
+    ``running`` and waits for ``finish``, so that its flight stays in flight while another
+    thread launches (the simulator's twin of work still running on the GPU)."""
+    from cutile_lab.runtime.launch import LaunchOp
+
+    running, finish = threading.Event(), threading.Event()
+    real = LaunchOp._run_sim
+
+    def slow_run(self, values, consts, grid):
+        if threading.current_thread().name == "first":
+            running.set()
+            assert finish.wait(30)
+        return real(self, values, consts, grid)
+
+    monkeypatch.setattr(LaunchOp, "_run_sim", slow_run)
+    return running, finish
+

@@ -32,7 +32,6 @@ import time
 import weakref
 from types import SimpleNamespace
 
-from cutile_lab.diagnostics import Diagnostic
 from cutile_lab.errors import LaunchError
 from cutile_lab.runtime import device as _device
 from cutile_lab.runtime import ownership
