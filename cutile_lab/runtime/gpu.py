@@ -9,7 +9,6 @@ imports it).
 """
 from __future__ import annotations
 
-import functools
 import math
 
 from cutile_lab.runtime import device as _device
@@ -102,18 +101,12 @@ def launch(op, values: dict, start, ctx) -> None:
     if raw and handle is not None:
         if start.scalars:
             err = raw.launch(handle, start.scalars)
-        else:
-            # the whole launch on this stream, packed once: the next start of these arguments
-            # on it calls the driver straight from the start path (``ReusableStart.ready``)
+        elif raw.ex is not None:      # cuLaunchKernelEx: 4 arguments for ctypes to convert
             lane = ctx.flight.lane
-            if raw.ex is not None:    # cuLaunchKernelEx: 4 arguments for ctypes to convert
-                cfg = raw.configs.get(lane)
-                go = functools.partial(raw.ex, cfg if cfg is not None else raw.config(lane),
-                                       raw.func, raw.ptrs, None)
-            else:
-                go = functools.partial(raw.launch_kernel, handle, raw.ptrs, None)
-            err = go()
-            start.ready = (lane, go) if not err else None
+            cfg = raw.configs.get(lane)
+            err = raw.ex(cfg if cfg is not None else raw.config(lane), raw.func, raw.ptrs, None)
+        else:
+            err = raw.launch_kernel(handle, raw.ptrs, None)
         if err:
             op._raw_failed(start.entry, ctx, values, start)
         return

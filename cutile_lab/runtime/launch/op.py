@@ -64,7 +64,7 @@ class ReusableStart:
     (TL103-TL105) — are not kept: they run on every start."""
 
     __slots__ = ("backend", "values", "key", "entry", "objects", "borrows", "result",
-                 "raw", "scalars", "packed", "in_flight", "join_ctx", "ready", "__weakref__")
+                 "raw", "scalars", "packed", "in_flight", "join_ctx", "__weakref__")
 
     def __init__(self, backend, values, key, entry, objects, result):
         self.backend = backend
@@ -80,9 +80,6 @@ class ReusableStart:
         self.packed = None            # gpu, cuda.core: the packed arguments
         self.in_flight = None         # ([(param, tensor, mut)], ranges): TL104/TL105 checks
         self.join_ctx = None          # gpu: the ExecContext a join enqueues in (``_join``)
-        # (lane, launch): the backend's launch of these arguments on the stream ``lane``, packed
-        # whole: a call with no arguments that returns the driver's error code (0: queued)
-        self.ready = None
 
 
 class LaunchOp(DeviceOp):
@@ -250,12 +247,7 @@ class LaunchOp(DeviceOp):
             STATS["check_s"] += time.perf_counter() - t0
             STATS["checks"] += 1
         if entry.run:                         # an empty grid launches nothing
-            ready = s.ready
-            if ready is not None and ready[0] == flight.lane and ctx.handle is not None:
-                if ready[1]():
-                    self._raw_failed(entry, ctx, values, s)
-            else:
-                ctx.backend.launch(self, values, s, ctx)
+            ctx.backend.launch(self, values, s, ctx)
         if not joined:
             flight.keep.extend(s.objects)
             flight.keep.append(s)             # shared with later starts of the same objects
@@ -319,7 +311,6 @@ class LaunchOp(DeviceOp):
         s.packed = self._run_gpu(values, entry, ctx, s.packed)
         entry.raw = False             # cuda.core launched it: use cuda.core from now on
         s.raw = False
-        s.ready = None
 
     def _run_gpu(self, values, entry, ctx, args=None):
         """Launch through ``cuda.core.launch``; returns the packed arguments (for reuse)."""
