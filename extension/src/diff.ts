@@ -4,6 +4,7 @@
  * tinted, unchanged runs folded). Pure DOM, like `render.ts`.
  */
 import { IDiff, ILineDiff } from './bundle';
+import { el } from './panels/dom';
 
 const CONTEXT = 3;
 
@@ -94,19 +95,4 @@ export function renderLineDiff(diff: ILineDiff, left: string, right: string): HT
 
 function show(v: unknown): string {
   return v === null || v === undefined ? '—' : String(v);
-}
-
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  className = '',
-  text?: string
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  if (className) {
-    node.className = className;
-  }
-  if (text !== undefined) {
-    node.textContent = text;
-  }
-  return node;
 }
