@@ -5,11 +5,12 @@ and the in-flight borrows (TL104/TL105) of the memory the launch reads and write
 work of other streams.
 
 The borrow model is ``runtime.ownership``'s: byte ranges (``Borrow``) recorded in the launch's
-``Flight`` and checked under the registry's lock, the one record of what in-flight work
-borrows; a conflict is worded by the checker's ``use_diagnostic`` from the facts of the flight
-found. The launch rules get no ``BorrowView``: moves are checked on the argument objects
-(``raise_moved``) before them and in-flight work against the registry after them. Each check here runs on every launch; what makes it cheap is
-what the entry of an argument layout keeps (which arrays are written, their names).
+``Flight`` and checked under the registry's lock, the one record of what in-flight work borrows; a
+conflict is worded by the checker's ``use_diagnostic`` from the facts of the flight found. The
+launch rules get no ``BorrowView``: moves are checked on the argument objects (``raise_moved``)
+before them and in-flight work against the registry after them. Each check here runs on every
+launch; what makes it cheap is what the entry of an argument layout keeps (which arrays are
+written, their names).
 
 ``STATS`` / ``MEASURE``: what the checks cost on the host, counted while ``MEASURE[0]`` is true
 (the runtime benchmark).
