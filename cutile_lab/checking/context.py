@@ -43,6 +43,9 @@ TILE_METHODS = frozenset({"astype", "reshape", "permute", "transpose", "item", "
                           "insert", "bitcast", "expand_dims", "broadcast_to"})
 TILE_ATTRS = frozenset({"shape", "dtype", "ndim"})
 PY_BUILTIN_NAMES = frozenset(dir(builtins))
+# values of constructs the Python-subset rule (TL031) reports where they stand
+_UNSUPPORTED_VALUES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
+                       ast.NamedExpr, ast.Starred, ast.List, ast.Dict, ast.Set)
 
 
 def ct_has(name: str) -> bool:
@@ -277,17 +280,54 @@ class KernelContext:
         call the checker cannot follow, an unsupported construct)."""
         for n in ast.walk(arg):
             if not path and isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and \
-                    self.types.of(n, path) is None and n.id not in self.locals and \
-                    n.id not in self.params:
+                    self.types.of(n, path) is None and self.name_reported_unknown(n.id):
+                return True
+            if not path and isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) \
+                    and self.host_module_function(n):
                 return True
             if isinstance(n, ast.Call):
                 info = self.types.call(n, path)
                 if info is not None and info.kind == "helper" and info.problem is not None:
                     return True
-            if isinstance(n, (ast.Lambda, ast.ListComp, ast.GeneratorExp, ast.NamedExpr,
-                              ast.Starred, ast.List, ast.Dict, ast.Set)):
+            if isinstance(n, _UNSUPPORTED_VALUES):
+                return True
+            if not path and isinstance(n, ast.Name) and n.id in self.locals and \
+                    self.types.of(n, path) is None and n.id in self._unsupported_bindings():
                 return True
         return False
+
+    def _unsupported_bindings(self) -> set[str]:
+        """Locals the body binds to a construct TL031 reports (``f = lambda t: ...``)."""
+        if getattr(self, "_unsupported_names", None) is None:
+            names = set()
+            for n in self.body_nodes:
+                if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None and \
+                        any(isinstance(m, _UNSUPPORTED_VALUES) for m in ast.walk(n.value)):
+                    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                    names |= {m.id for t in targets for m in ast.walk(t)
+                              if isinstance(m, ast.Name)}
+                elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    names.add(n.name)
+            self._unsupported_names = names
+        return self._unsupported_names
+
+    def name_reported_unknown(self, name: str) -> bool:
+        """Whether the unknown-name rule (TL030) reports ``name`` where the kernel body reads
+        it: neither a parameter, a local, a name of the language nor a module-level name (those
+        are known, even where the checker cannot tell their value), or one of Python's
+        builtins."""
+        if name in self.params or name in self.locals or name in self.const_generics or \
+                name in surface.all_known_names() or name in self.module_names:
+            return False
+        return name in PY_BUILTIN_NAMES or not self.module_wildcard
+
+    def host_module_function(self, node: ast.Attribute) -> bool:
+        """``np.exp(t)`` in the kernel body: a call of a host library's function, which TL030
+        reports."""
+        base = node.value.id if isinstance(node.value, ast.Name) else None
+        parent = self.parents.get(id(node))
+        return isinstance(parent, ast.Call) and parent.func is node and base in self.modules and base not in self.locals and base not in self.params \
+            and not self.modules[base].startswith(("cuda.tile", "cutile_lab", "cuda"))
 
     def at(self, info) -> ast.AST:
         """Where a diagnostic about a call goes: the call itself in the kernel, or the

@@ -14,9 +14,13 @@ What it proves, on the types the typing pass (``typecheck``) gives every value:
   only: a later use of the old name is an error (TL029, like rustc's E0382);
 * the safe memory forms read what they may: ``load_tile_like(x, z)`` with ``z`` one of the
   outputs (TL020), loads from tensor parameters (TL021) of the right rank (TL022, TL023), never
-  from an output other tiles are writing (TL024); parameters are not rebound (TL026);
+  from an output other tiles are writing (TL024: ``load_tile`` of an output, or
+  ``load_tile_like(y, z)`` of an output ``y`` whose tile is not ``z``'s); parameters are not
+  rebound (TL026);
 * a call the checker cannot follow into (a helper whose source cannot be read, a recursive one,
-  one given ``*args``) is an error in a tile kernel (TL037): what it would do is not known.
+  one given ``*args``) is an error in a tile kernel (TL037), and so is a call whose callee it
+  cannot tell at all (TL038: ``ct.__dict__["store"](...)``, ``Tensor.store(x, t)``, a method of
+  a class or of a notebook object): what either would do is not known.
 """
 from __future__ import annotations
 
@@ -26,7 +30,7 @@ from typing import Callable, Iterable, Iterator
 from cutile_lab.checking.context import (RAW_WRITES, KernelContext, dtype_name, fill_example,
                                          first_output, header, n_, short, tile_shape_text)
 from cutile_lab.checking.tiletypes import TensorV, TileV
-from cutile_lab.checking.typecheck_values import CallInfo
+from cutile_lab.checking.typecheck_values import CallInfo, RawMemV
 from cutile_lab.diagnostics import Diagnostic
 from cutile_lab.language.frontend import Param
 
@@ -405,6 +409,19 @@ def load_tile_like_args(ctx: KernelContext) -> Iterator[Diagnostic]:
                 help=f"declare `{px.name}` with {n_(len(pz.shape), 'dimension')} (e.g. "
                      f"`Tensor[{dtype_name(px)}, \"{', '.join(['?'] * len(pz.shape))}\"]`), "
                      "or read it with `load_tile(x, index, shape)`")
+            continue
+        if px.role == "mut" and tuple(px.shape) != tuple(pz.shape):
+            yield ctx.diag(
+                "TL024", f"`load_tile_like({px.name}, {pz.name})` reads a tile of the output "
+                         f"`{px.name}` shaped like `{pz.name}`'s, which other tiles of the launch "
+                         "are writing at the same time", call,
+                labels=[ctx.declared(px, f"`{px.name}`: tiles of {tile_shape_text(px)}"),
+                        ctx.declared(pz, f"`{pz.name}`: tiles of {tile_shape_text(pz)}")],
+                help=f"read your own tile of `{px.name}` with `{px.name}.load()`; to read "
+                     "other tiles, pass the data as a separate shared input",
+                notes=["each tile of an output belongs to one kernel instance: the tile at your "
+                       f"position of `{pz.name}` covers other instances' pieces of `{px.name}` "
+                       "when their tile shapes differ"])
 
 
 
@@ -536,3 +553,40 @@ def calls_the_checker_follows(ctx: KernelContext) -> Iterator[Diagnostic]:
                  "`with unsafe():`",
             notes=["a helper is checked through its body with its parameters bound to the "
                    "arguments; a call the checker cannot follow could write anywhere"])
+
+
+def unidentified(info: CallInfo) -> bool:
+    """A call whose callee the typing pass could not tell: not a language or cuTile function, a
+    helper, or a method of a tile, a tensor or raw memory (``ct.__dict__["store"](...)``,
+    ``Tensor.store(x, t)``, a method of a class or of a notebook object)."""
+    if info.kind == "unknown":
+        return True
+    return info.kind == "method" and not isinstance(info.recv, (TensorV, TileV, RawMemV))
+
+
+@rule
+def calls_the_checker_can_tell(ctx: KernelContext) -> Iterator[Diagnostic]:
+    """TL038: a call, outside ``with unsafe():``, whose callee the checker cannot tell."""
+    me = ctx.kdef.name
+    inner: set[int] = set()          # calls inside the callee of one reported: one is enough
+    for info in ctx.types.all_calls():
+        f = info.node.func
+        if info.in_unsafe or not unidentified(info) or id(info.node) in inner or \
+                (info.kind == "method" and info.name == "store") or \
+                (info.helper is None and isinstance(f, ast.Name) and f.id == me) or \
+                ctx.unknown_from_elsewhere(f, info.path):
+            continue                  # TL036 / TL032 / TL030, TL031, TL037 say why
+        inner.update(id(n) for n in ast.walk(f) if isinstance(n, ast.Call))
+        if info.kind == "method" and isinstance(f, ast.Attribute):
+            what = f"`{short(f.value)}` is, so it cannot check the call of `{short(f)}`"
+        else:
+            what = f"`{short(f)}` calls, so it cannot check this call"
+        yield ctx.diag(
+            "TL038", f"the checker cannot tell what {what}", ctx.at(info),
+            labels=ctx.helper_label(info, "the call"),
+            help="call a tile-language or cuTile operation by its name (`exp(t)`, "
+                 "`ct.exp(t)`), a method of a tile or of a tensor parameter (`t.astype(f16)`, "
+                 "`z.store(t)`), or a helper written as a module-level `def`; or wrap the call "
+                 "in `with unsafe():`",
+            notes=["a call the checker cannot identify could write any memory; in safe code, "
+                   "what the checker cannot prove is an error"])

@@ -19,8 +19,9 @@ What it proves (and records for the other passes):
   ``store = z.store`` is ``z``'s method), a method on a value, a helper, or unknown; whether it
   runs inside ``with unsafe():`` (in the kernel or in a helper), and the kernel-level call it
   happens under (its *anchor*, where diagnostics point);
-* moves: ``w = z`` moves the own tile ``z`` into ``w``; a later use of ``z`` is recorded (the
-  ownership pass reports it, like rustc's E0382).
+* moves: ``w = z`` moves the own tile ``z`` into ``w`` (so does binding any value that holds it:
+  ``pair = (z, x)``, ``w = same(z)``); a later use of ``z`` is recorded, and so is the second
+  ``z`` of ``a, b = z, z`` (the ownership pass reports them, like rustc's E0382).
 
 Nothing here reports a diagnostic: the passes that read these facts do.
 
@@ -221,15 +222,32 @@ class Typing(NameResolution, TileResults):
         return cur
 
     def _moves(self, value: ast.AST, targets, stmt: ast.AST, env: dict) -> None:
-        """``w = z`` (or ``pair = (z, x)``): the own tile ``z`` now lives in the target."""
-        sources = value.elts if isinstance(value, ast.Tuple) else [value]
+        """``w = z`` (or ``pair = (z, x)``, ``w = same(z)``: any value that holds the own tile
+        ``z``): the own tile now lives in the target. ``a, b = z, z`` moves it twice: the
+        second is a use after the first move."""
+        owned = _mut_names(self.types.get((self.path, id(value))))
+        if not owned:
+            return
         into = ", ".join(ast.unparse(t) for t in targets)
-        for src in sources:
-            if isinstance(src, ast.Name):
-                v = self.types.get((self.path, id(src)))
-                if isinstance(v, TensorV) and v.param.role == "mut" and \
-                        not any(isinstance(t, ast.Name) and t.id == src.id for t in targets):
-                    env[_MOVED + src.id] = (stmt, into)
+        direct = value.elts if isinstance(value, ast.Tuple) else [value]
+        unpacked = targets[0].elts if len(targets) == 1 and isinstance(
+            targets[0], (ast.Tuple, ast.List)) and len(targets[0].elts) == len(direct) else None
+        first: dict[str, str] = {}       # a tuple item's name -> the target it moved into
+        for src in ast.walk(value):
+            if not isinstance(src, ast.Name) or src.id not in owned or \
+                    any(isinstance(t, ast.Name) and t.id == src.id for t in targets):
+                continue
+            v = self.types.get((self.path, id(src)))
+            if not (isinstance(v, TensorV) and v.param.role == "mut"):
+                continue
+            i = next((k for k, d in enumerate(direct) if d is src), None)
+            if i is not None and src.id in first:
+                self.moved_uses[(self.path, id(src))] = Use(
+                    src, stmt, first[src.id], self.helper_stack[-1] if self.helper_stack
+                    else None, self.anchor if self.anchor is not None else src)
+            elif i is not None:
+                first[src.id] = ast.unparse(unpacked[i]) if unpacked else into
+            env[_MOVED + src.id] = (stmt, into)
 
     def _bind(self, target: ast.AST, v: Val, env: dict) -> None:
         if isinstance(target, ast.Name):
@@ -333,6 +351,8 @@ class Typing(NameResolution, TileResults):
                     return ConstAnnV()
                 if base.name == "cuda" and e.attr == "tile":
                     return ModuleV("cuda.tile")
+                if e.attr.startswith("_"):
+                    return None    # `ct.__dict__`, `ct._private`: not an operation (TL038)
                 return FuncV("ct" if base.name.startswith("cuda.tile") else "lang", e.attr)
             if base.name == "cuda" and e.attr == "tile":
                 return ModuleV("cuda.tile")
@@ -395,7 +415,10 @@ class Typing(NameResolution, TileResults):
         if isinstance(fval, HelperV):
             info.kind, info.name, info.callee = "helper", fval.name, fval
             if fval.node is self.kdef.node:
-                info.kind = "unknown"      # the kernel calling itself: TL032
+                if self.helper_stack:      # a helper calling the kernel back: TL037
+                    info.problem = f"it calls the kernel `{fval.name}` back (recursion)"
+                else:
+                    info.kind = "unknown"  # the kernel calling itself: TL032
                 return None
             return self._inline(info, fval, e, list(args), kw)
         if isinstance(fval, DTypeV) and len(args) == 1 and isinstance(args[0], TileV):
@@ -475,6 +498,15 @@ def _callee_text(func: ast.AST) -> str:
     if isinstance(func, ast.Attribute):
         return func.attr
     return ""
+
+
+def _mut_names(v) -> set[str]:
+    """The ``Mut`` outputs a value holds (itself, or items of a tuple)."""
+    if isinstance(v, TensorV) and v.param.role == "mut":
+        return {v.param.name}
+    if isinstance(v, TupleV):
+        return set().union(*(_mut_names(x) for x in v.items)) if v.items else set()
+    return set()
 
 
 def _assigned_names(fn: ast.FunctionDef) -> set[str]:

@@ -45,7 +45,7 @@ _TABLE: list[tuple[str, Severity, str]] = [
     ("TL021", "error", "a load reads from something that is not a tensor parameter"),
     ("TL022", "error", "`load_tile_like(x, z)`: `x` and `z` have different ranks"),
     ("TL023", "error", "`load_tile`: the index or shape has the wrong number of entries"),
-    ("TL024", "error", "`load_tile` reads from an output that other tiles are writing"),
+    ("TL024", "error", "a load reads from an output that other tiles are writing"),
     ("TL025", "error", "no such method or attribute"),
     ("TL026", "error", "a parameter is reassigned"),
     ("TL027", "error", "`max(a, b)` / `min(a, b)` of two values: these names reduce one tile"),
@@ -60,6 +60,7 @@ _TABLE: list[tuple[str, Severity, str]] = [
     ("TL035", "error", "the stored tile's shape cannot be proven to be the output's tile shape"),
     ("TL036", "error", "a store through a value the checker cannot tie to one tensor"),
     ("TL037", "error", "a call the checker cannot follow (no source, recursive, `*args`)"),
+    ("TL038", "error", "a call whose callee the checker cannot tell"),
     # the grid
     ("TL040", "error", "a `Mut` output's tile has more than 3 dimensions"),
     ("TL041", "error", "`Mut` outputs with tiles of different ranks"),

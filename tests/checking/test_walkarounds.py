@@ -63,6 +63,94 @@ def k(z: Mut[Tensor[f16, "B"]], x: Tensor[i32, "?"]):
         xa = x
         store(xa, (tile_id(0),), t)
 '''),
+    "two names for one tile by tuple unpacking": (["TL014", "TL029"], H + '''\
+    a, b = z, z
+    a.store(load_tile_like(x, z))
+    b.store(load_tile_like(x, z))
+'''),
+    "the own tile handed back by a helper, then stored through both": (["TL014", "TL029"], '''\
+def same(d):
+    return d
+
+
+''' + H + '''\
+    w = same(z)
+    w.store(load_tile_like(x, z))
+    z.store(load_tile_like(x, z))
+'''),
+    # found by the adversarial hunt of session 7: calls whose callee the checker cannot tell
+    "a module-level value that is not a tensor, stored into": (["TL038"], '''\
+G = None
+
+
+''' + H + '''\
+    G.store(load_tile_like(x, z))
+    z.store(load_tile_like(x, z))
+'''),
+    "Tensor.store called on a shared input": (["TL038"], H + '''\
+    Tensor.store(x, load_tile_like(x, z))
+    z.store(load_tile_like(x, z))
+'''),
+    "cuTile's store through the module's __dict__": (["TL038"], '''\
+import cuda.tile as ct
+
+
+''' + H + '''\
+    ct.__dict__["store"](z, (tile_id(0) + 1,), load_tile_like(x, z))
+    z.store(load_tile_like(x, z))
+'''),
+    "cuTile's store through __call__": (["TL038"], '''\
+import cuda.tile as ct
+
+
+''' + H + '''\
+    ct.store.__call__(x, (tile_id(0),), load_tile_like(x, z))
+    z.store(load_tile_like(x, z))
+'''),
+    "a shared input's bound store through __call__": (["TL038"], H + '''\
+    x.store.__call__(load_tile_like(x, z))
+    z.store(load_tile_like(x, z))
+'''),
+    "a class's static method that stores into a shared input": (["TL038"], '''\
+class Put:
+    @staticmethod
+    def into(dst, t):
+        dst.store(t)
+
+
+''' + H + '''\
+    Put.into(x, load_tile_like(x, z))
+    z.store(load_tile_like(x, z))
+'''),
+    "raw memory of a value that is one tensor or another": (["TL038"], '''\
+def k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], c: i32):
+    w = z if c > 0 else x
+    w.get_raw_memory().store_offset(0, load_tile_like(x, z))
+    z.store(load_tile_like(x, z))
+'''),
+    "getattr inside a helper": (["TL038"], '''\
+def put(dst, t):
+    getattr(dst, "store")(t)
+
+
+''' + H + '''\
+    put(x, load_tile_like(x, z))
+    z.store(load_tile_like(x, z))
+'''),
+    "a helper that calls the kernel back": (["TL037"], '''\
+def again(z, x):
+    k(z, x)
+
+
+''' + H + '''\
+    again(z, x)
+    z.store(load_tile_like(x, z))
+'''),
+    "load_tile_like from another output whose tile is another shape": (["TL024"], '''\
+def k(z: Mut[Tensor[f32, "B"]], y: Mut[Tensor[f32, "C"]], x: Tensor[f32, "?"]):
+    y.store(load_tile_like(x, y))
+    z.store(load_tile_like(y, z))
+'''),
 }
 
 
@@ -80,3 +168,45 @@ def test_out_equals_z_then_store_is_accepted():
     out = z
     out.store(t)
 ''', "<alias>") == []
+
+
+def test_another_output_of_the_same_tile_is_read_like_its_own():
+    assert check_source('''\
+def k(z: Mut[Tensor[f32, "B"]], y: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):
+    y.store(load_tile_like(x, y))
+    z.store(load_tile_like(y, z))
+''', "<same tile>") == []
+
+
+class _Put:
+    @staticmethod
+    def into(dst, t):
+        dst.store(t)
+
+
+@pytest.mark.parametrize("name,value", [
+    ("G", "an array"), ("G", None), ("G", _Put), ("G", _Put()), ("G", print)])
+def test_notebook_values_that_are_not_tensors_or_helpers(name, value):
+    """A name of the notebook's namespace bound to something the checker cannot read (a device
+    array, None, a class or object, a builtin function) is never a silent way to a store."""
+    if value == "an array":
+        import numpy as np
+        value = np.random.default_rng().standard_normal(64).astype(np.float32)
+    for body in ("    G.store(load_tile_like(x, z))\n", "    G.into(x, load_tile_like(x, z))\n",
+                 "    G(x, load_tile_like(x, z))\n"):
+        diags = check_source(H + body + "    z.store(load_tile_like(x, z))\n", "<ns>",
+                             globals_={name: value})
+        assert any(d.is_error for d in diags), (body, value, [(d.code, d.message) for d in diags])
+
+
+def test_the_own_tile_handed_back_by_a_helper_is_stored_through_its_new_name():
+    assert check_source('''\
+def same(d):
+    return d
+
+
+''' + H + '''\
+    t = load_tile_like(x, z)
+    w = same(z)
+    w.store(t)
+''', "<moved by a helper>") == []
