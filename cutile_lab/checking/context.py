@@ -370,6 +370,13 @@ class KernelContext:
         return Label(p.span, what)
 
 
+def outermost_calls(infos: list) -> list:
+    """``infos`` (``CallInfo`` records) less those that are part of another's callee: in
+    ``getattr(ct, "store")(z, ...)`` the outer call is the one to report."""
+    inner = {id(n) for info in infos for n in ast.walk(info.node.func) if isinstance(n, ast.Call)}
+    return [info for info in infos if id(info.node) not in inner]
+
+
 def first_output(ctx: KernelContext) -> Param | None:
     return next(iter(ctx.outputs.values()), None)
 

@@ -15,15 +15,19 @@ typing pass gives the indices of ``ct.store`` (in the kernel and in the helpers 
 * anything else that writes is flagged (TL060): a store not indexed that way, ``ct.scatter``,
   offset stores through ``get_raw_memory()``; atomic updates are race-free but unordered (TL061);
   an array both read and written gets a note (TL062);
-* a helper whose body the checker cannot follow is reported as unchecked (TL063), never passed
-  over in silence.
+* a store into an array the checker cannot tie to one parameter (``a = z if c else x``) is
+  never proven (TL060);
+* a helper whose body the checker cannot follow, and a call whose callee it cannot tell
+  (``getattr(ct, "store")``, ``ct.__dict__["store"]``, a method of a class or of another
+  module), is reported as unchecked (TL063), never passed over in silence.
 """
 from __future__ import annotations
 
 import ast
 from typing import Callable, Iterable, Iterator
 
-from cutile_lab.checking.context import RAW_READS, RAW_WRITES, KernelContext, short
+from cutile_lab.checking.context import (RAW_READS, RAW_WRITES, KernelContext,
+                                         outermost_calls, short)
 from cutile_lab.checking.tiletypes import TensorV, TileV, TupleV, int_of
 from cutile_lab.checking.typecheck_values import CallInfo, RawMemV
 from cutile_lab.diagnostics import Diagnostic
@@ -44,10 +48,9 @@ def _array(info: CallInfo):
 
 
 def _name(v, info: CallInfo) -> str | None:
-    if isinstance(v, TensorV):
-        return v.param.name
-    node = info.arg_node(0, "array")
-    return node.id if isinstance(node, ast.Name) else None
+    """The array parameter a raw operation works on; None where the checker cannot tell which
+    (``a = z if c else x``): such a store is never proven race-free."""
+    return v.param.name if isinstance(v, TensorV) else None
 
 
 def own_axes(index) -> tuple | None:
@@ -105,9 +108,15 @@ def possible_races(ctx: KernelContext) -> Iterator[Diagnostic]:
     read: dict[str, ast.AST] = {}
     atomics: dict[str, CallInfo] = {}
     pattern: dict[str, tuple] = {}        # array -> (own-id positions, tile shape) of its stores
-    for info in ctx.types.all_calls():
+    calls = ctx.types.all_calls()
+    unknown = {id(i.node) for i in outermost_calls([i for i in calls if _unidentified(ctx, i)])}
+    for info in calls:
         if info.kind == "helper" and info.problem is not None:
             yield _unfollowed_call(ctx, info)
+            continue
+        if _unidentified(ctx, info):
+            if id(info.node) in unknown:
+                yield _unfollowed_call(ctx, info, "the checker cannot tell what it calls")
             continue
         op = info.raw_op
         if op is None:
@@ -133,11 +142,37 @@ def possible_races(ctx: KernelContext) -> Iterator[Diagnostic]:
     yield from _unordered_updates(ctx, atomics, written, read)
 
 
-def _unfollowed_call(ctx: KernelContext, info: CallInfo) -> Diagnostic:
-    """TL063: a helper the analysis cannot read, so whatever it writes is unchecked."""
+def _unidentified(ctx: KernelContext, info: CallInfo) -> bool:
+    """A call whose callee the typing pass cannot tell (``getattr(ct, "store")(...)``,
+    ``ct.__dict__["store"](...)``, a method of a class or of a module the checker does not read),
+    or a raw-memory method of a value it cannot tie to one array. A method of a local value
+    whose type it could not work out (``y.astype``, with ``y`` computed from an untyped scalar) is
+    a tile's."""
+    if info.kind == "unknown":
+        return True
+    if info.kind != "method" or isinstance(info.recv, (TensorV, TileV, RawMemV)):
+        return False
+    if info.name == "get_raw_memory" or info.name.endswith("_offset"):
+        return True
+    root = info.node.func
+    while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+        root = root.func if isinstance(root, ast.Call) else root.value
+    if not isinstance(root, ast.Name):
+        return False
+    fn = info.helper.node if info.helper is not None else ctx.fn
+    bound = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)} | \
+        {n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return root.id not in bound
+
+
+def _unfollowed_call(ctx: KernelContext, info: CallInfo, why: str | None = None) -> Diagnostic:
+    """TL063: a call the analysis cannot follow (a helper it cannot read, a callee it cannot
+    tell), so whatever it writes is unchecked."""
+    what = f"`{info.name}` ({info.problem})" if why is None else \
+        f"`{short(info.node.func)}` ({why})"
     return ctx.diag(
-        "TL063", f"the checker cannot follow the call of `{info.name}` "
-                 f"({info.problem}): whatever it writes is unchecked", ctx.at(info),
+        "TL063", f"the checker cannot follow the call of {what}: whatever it writes is "
+                 "unchecked", ctx.at(info),
         labels=ctx.helper_label(info, "the call"),
         help="define the helper in the same file (or an earlier cell) as a plain "
              "function or a `@ct.function`, so that the checker can read its body",
@@ -166,7 +201,7 @@ def _store_race(ctx: KernelContext, info: CallInfo, name: str | None, at: ast.AS
     index = info.arg(1, "index")
     axes = own_axes(index)
     shape = _tile_shape(info)
-    proven = axes is not None and -1 not in used and used <= _covered(axes)
+    proven = axes is not None and -1 not in used and used <= _covered(axes) and name is not None
     if proven and name is not None:
         key = (tuple(a if a is None or isinstance(a, int) else a[:2] for a in axes), shape)
         if name in pattern and (pattern[name] != key or shape is None):
@@ -177,9 +212,13 @@ def _store_race(ctx: KernelContext, info: CallInfo, name: str | None, at: ast.AS
     what = f"`{name}`" if name else "the array"
     node = info.arg_node(1, "index")
     idx = short(node) if node is not None else "?"
+    array = info.arg_node(0, "array")
+    why = f"index `{idx}` is not the block's own id" if name or array is None else \
+        f"the checker cannot tell which array `{short(array)}` is"
+    if not name and array is not None:
+        node = array
     return ctx.diag(
-        "TL060", f"possible data race: blocks may store to the same tile of {what} "
-                 f"(index `{idx}` is not the block's own id)",
+        "TL060", f"possible data race: blocks may store to the same tile of {what} ({why})",
         node if node is not None and info.helper is None else at,
         labels=ctx.helper_label(info, "the write"),
         help="index the store by the block's own id on every grid axis, e.g. "

@@ -28,7 +28,8 @@ import ast
 from typing import Callable, Iterable, Iterator
 
 from cutile_lab.checking.context import (RAW_WRITES, KernelContext, dtype_name, fill_example,
-                                         first_output, header, n_, short, tile_shape_text)
+                                         first_output, header, n_, outermost_calls, short,
+                                         tile_shape_text)
 from cutile_lab.checking.tiletypes import TensorV, TileV
 from cutile_lab.checking.typecheck_values import CallInfo, RawMemV
 from cutile_lab.diagnostics import Diagnostic
@@ -568,15 +569,12 @@ def unidentified(info: CallInfo) -> bool:
 def calls_the_checker_can_tell(ctx: KernelContext) -> Iterator[Diagnostic]:
     """TL038: a call, outside ``with unsafe():``, whose callee the checker cannot tell."""
     me = ctx.kdef.name
-    inner: set[int] = set()          # calls inside the callee of one reported: one is enough
-    for info in ctx.types.all_calls():
+    for info in outermost_calls([i for i in ctx.types.all_calls() if unidentified(i)]):
         f = info.node.func
-        if info.in_unsafe or not unidentified(info) or id(info.node) in inner or \
-                (info.kind == "method" and info.name == "store") or \
+        if info.in_unsafe or (info.kind == "method" and info.name == "store") or \
                 (info.helper is None and isinstance(f, ast.Name) and f.id == me) or \
                 ctx.unknown_from_elsewhere(f, info.path):
             continue                  # TL036 / TL032 / TL030, TL031, TL037 say why
-        inner.update(id(n) for n in ast.walk(f) if isinstance(n, ast.Call))
         if info.kind == "method" and isinstance(f, ast.Attribute):
             what = f"`{short(f.value)}` is, so it cannot check the call of `{short(f)}`"
         else:
