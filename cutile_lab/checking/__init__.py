@@ -29,8 +29,9 @@ JSON are ``cutile_lab.diagnostics``, below every stage. This package must not co
 device.
 
 Why the launch rules matter for speed as well as safety: the compile driver declares every array
-parameter of a tile kernel non-aliasing (``alias_groups=()``), which lets the compiler keep
-loaded tiles in registers and reorder loads and stores freely. That promise is only sound
+parameter of a kernel non-aliasing (``alias_groups=()``; a plain cuTile kernel's too, whose
+launches ``check_plain_launch`` checks for overlap with every array the kernel may write), which
+lets the compiler keep loaded tiles in registers and reorder loads and stores freely. That promise is only sound
 because ``check_launch`` refuses, before every launch, any pair of arguments whose memory
 overlaps where one of them is written (a ``Mut`` output against a shared input, or two outputs),
 views and slices included, and because the runtime's ownership registry refuses host access to,

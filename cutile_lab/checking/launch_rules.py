@@ -11,7 +11,8 @@ something is wrong.
 
 Where it lives: ``launch_args`` describes the arguments (``ArgDesc``) and their bytes,
 ``borrows`` words the ownership diagnostics (``use_diagnostic``), ``launch_report`` turns the problems found here into
-diagnostics; this module holds the rules (TL102-TL120 at launch).
+diagnostics; this module holds the rules (TL100-TL120 at launch; for a plain cuTile kernel,
+whose signature declares no roles, the aliasing rules alone: ``check_plain_launch``).
 """
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from cutile_lab.checking.launch_report import LaunchReporter
 from cutile_lab.diagnostics import Diagnostic, Label, Span
 from cutile_lab.language.frontend import KernelDef
 
-__all__ = ["ArgDesc", "BorrowState", "check_launch", "argument_problems", "alias_problems",
+__all__ = ["ArgDesc", "BorrowState", "check_launch", "check_plain_launch", "argument_problems",
+           "alias_problems",
            "borrow_problems", "padded_reads", "views_overlap"]
 
 # --- the launch check ---------------------------------------------------------------------------
@@ -77,6 +79,20 @@ def check_launch(kdef: KernelDef, args: Sequence[ArgDesc], call_site: Span | Non
     if not problems:
         return []
     return LaunchReporter(kdef, call_site, source_lookup, by_name, bound).report(problems)
+
+
+def check_plain_launch(kdef: KernelDef, args: Sequence[ArgDesc], call_site: Span | None = None,
+                       *, source_lookup: Callable[[str, int], str] | None = None
+                       ) -> list[Diagnostic]:
+    """TL100/TL101 for a plain cuTile kernel. Its signature declares nothing to check, but it is
+    compiled on the same promise as a tile kernel, that no array parameter aliases another; so
+    two array arguments that share a byte where one of them may be written (role ``"mut"``:
+    every array the checker does not prove read-only) are refused."""
+    problems = alias_problems([a for a in args if a.is_array])
+    if not problems:
+        return []
+    by_name = {a.name: a for a in args}
+    return LaunchReporter(kdef, call_site, source_lookup, by_name, {}).report(problems)
 
 
 def _named_arguments(plan: _Plan, args: Sequence[ArgDesc], problems: list) -> dict[str, ArgDesc]:

@@ -444,3 +444,41 @@ def test_new_outputs_share_one_checked_entry(sim, rng):
     with pytest.raises(OwnershipError):
         launch_into(K.vadd, (1000,), "f32", 128, w, x).sync()
     pending.wait()
+
+
+CT_TWO = (
+    "import cuda.tile as ct\n"
+    "@ct.kernel\n"
+    "def ct_add(z, x, y, B: ct.Constant[int]):\n"
+    "    tx = ct.load(x, index=(ct.bid(0),), shape=(B,))\n"
+    "    ty = ct.load(y, index=(ct.bid(0),), shape=(B,))\n"
+    "    ct.store(z, index=(ct.bid(0),), tile=tx + ty)\n"
+    "@ct.kernel\n"
+    "def ct_split(lo, hi, x, B: ct.Constant[int]):\n"
+    "    t = ct.load(x, index=(ct.bid(0),), shape=(B,))\n"
+    "    ct.store(lo, index=(ct.bid(0),), tile=ct.minimum(t, 0.0))\n"
+    "    ct.store(hi, index=(ct.bid(0),), tile=ct.maximum(t, 0.0))\n")
+
+
+def test_plain_cutile_launch_refuses_memory_it_may_write_passed_twice(rng):
+    """A plain cuTile kernel is compiled, like a tile kernel, on the promise that its arrays do
+    not alias: an argument overlapping an array the kernel may write is refused before the
+    launch (TL100; two written arrays: TL101); an input it only reads may be passed twice."""
+    ks = cl.kernels_from_source(CT_TWO, "<ct_two>")
+    a = rng.standard_normal(256).astype(np.float32)
+    b = rng.standard_normal(256).astype(np.float32)
+    z, x = cl.from_numpy(a).sync(), cl.from_numpy(b).sync()
+    for make, code in [
+            (lambda: ks["ct_add"](z, z, x, 128, grid=(2,)), "TL100"),
+            (lambda: ks["ct_add"](z[:128], z[64:192], x, 64, grid=(2,)), "TL100"),
+            (lambda: ks["ct_split"](z, z, x, 128, grid=(2,)), "TL101"),
+            (lambda: ks["ct_split"](z[:128], z[64:192], x, 64, grid=(2,)), "TL101")]:
+        with pytest.raises(OwnershipError) as e:
+            make().sync()
+        assert codes(e) == [code]
+    np.testing.assert_array_equal(z.to_numpy(), a)      # nothing ran
+    ks["ct_add"](z, x, x, 128, grid=(2,)).sync()
+    np.testing.assert_array_equal(z.to_numpy(), 2 * b)
+    ks["ct_split"](z[:128], z[128:], x[:128], 64, grid=(2,)).sync()
+    np.testing.assert_array_equal(z.to_numpy(), np.concatenate([np.minimum(b[:128], 0),
+                                                                np.maximum(b[:128], 0)]))

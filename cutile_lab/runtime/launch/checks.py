@@ -20,7 +20,8 @@ from __future__ import annotations
 import functools
 import warnings
 
-from cutile_lab.checking.launch_rules import ArgDesc, check_launch, padded_reads
+from cutile_lab.checking.launch_rules import (ArgDesc, check_launch, check_plain_launch,
+                                             padded_reads)
 from cutile_lab.checking.read_only import read_only_parameters
 from cutile_lab.diagnostics import Diagnostic, Span
 from cutile_lab.errors import LaunchWarning
@@ -110,8 +111,10 @@ def is_mut(info, name, value) -> bool:
 # --- the launch-level rules (cutile_lab.checking.launch_rules) ----------------------------------
 
 def arg_descs(info, values) -> list:
-    """``ArgDesc``s of the real arguments for ``check_launch``."""
+    """``ArgDesc``s of the real arguments for ``check_launch`` (for a plain cuTile kernel, an
+    array it may write is ``"mut"``)."""
     out = []
+    plain = info.kdef.kind == "cutile"
     for name in info.names:
         if name not in values:
             continue
@@ -119,8 +122,9 @@ def arg_descs(info, values) -> list:
         role = info.roles.get(name, "shared")
         if isinstance(v, (Tensor, Partition)):
             t = v.tensor if isinstance(v, Partition) else v
+            mut = role == "mut" or (plain and is_mut(info, name, v))
             out.append(ArgDesc(
-                name, "mut" if role == "mut" else "shared", t.ptr, t.shape, t.strides,
+                name, "mut" if mut else "shared", t.ptr, t.shape, t.strides,
                 t.itemsize, t.dtype.name, t.id,
                 v.tile_shape if isinstance(v, Partition) else None, v.origin))
         else:
@@ -130,7 +134,9 @@ def arg_descs(info, values) -> list:
 
 def launch_rules(info, values, where: Span | None, consts) -> list[Diagnostic]:
     """The checker's launch-level rules (tile-language kernels; plain cuTile kernels declare no
-    roles or shapes to check against)."""
+    roles or shapes to check against, so only their aliasing is checked)."""
+    if info.kdef.kind == "cutile":
+        return check_plain_launch(info.kdef, arg_descs(info, values), where)
     if info.kdef.kind != "tile":
         return []
     descs = arg_descs(info, values)
