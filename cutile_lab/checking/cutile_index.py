@@ -14,7 +14,9 @@ typing pass gives the indices of ``ct.store`` (in the kernel and in the helpers 
   different stores could meet;
 * anything else that writes is flagged (TL060): a store not indexed that way, ``ct.scatter``,
   offset stores through ``get_raw_memory()``; atomic updates are race-free but unordered (TL061);
-  an array both read and written gets a note (TL062);
+  an array both read and written gets a note (TL062), and where its stores are proven, a read of
+  it at a tile that is not the block's own (the index and shape of its stores) is flagged too
+  (TL060): another block may be writing that tile;
 * a store into an array the checker cannot tie to one parameter (``a = z if c else x``) is
   never proven (TL060);
 * a helper whose body the checker cannot follow, and a call whose callee it cannot tell
@@ -105,9 +107,10 @@ def possible_races(ctx: KernelContext) -> Iterator[Diagnostic]:
     calls the analysis cannot follow."""
     used = _grid_axes_used(ctx)
     written: dict[str, ast.AST] = {}
-    read: dict[str, ast.AST] = {}
+    read: dict[str, list] = {}            # array -> its reads
     atomics: dict[str, CallInfo] = {}
     pattern: dict[str, tuple] = {}        # array -> (own-id positions, tile shape) of its stores
+    unproven: set[str] = set()            # arrays with a write already flagged
     calls = ctx.types.all_calls()
     unknown = {id(i.node) for i in outermost_calls([i for i in calls if _unidentified(ctx, i)])}
     for info in calls:
@@ -124,7 +127,7 @@ def possible_races(ctx: KernelContext) -> Iterator[Diagnostic]:
         name = _name(_array(info), info)
         at = ctx.at(info)
         if op in RAW_READS and name:
-            read.setdefault(name, at)
+            read.setdefault(name, []).append(info)
         if op not in RAW_WRITES:
             continue
         if name:
@@ -134,12 +137,19 @@ def possible_races(ctx: KernelContext) -> Iterator[Diagnostic]:
                 atomics[name] = info
             continue
         if op != "store":
+            unproven.add(name)
             yield _scattered_write(ctx, info, name, at)
             continue
         d = _store_race(ctx, info, name, at, used, pattern)
         if d is not None:
+            unproven.add(name)
             yield d
     yield from _unordered_updates(ctx, atomics, written, read)
+    for name in written:
+        if name in read and name in pattern and name not in unproven and name not in atomics:
+            foreign = [i for i in read[name] if _tile_key(ctx, i, used) != pattern[name]]
+            if foreign:
+                yield _foreign_read(ctx, foreign[0], name, written[name])
 
 
 def _unidentified(ctx: KernelContext, info: CallInfo) -> bool:
@@ -231,6 +241,39 @@ def _store_race(ctx: KernelContext, info: CallInfo, name: str | None, at: ast.AS
                "and every store into the array does so at the same places"])
 
 
+def _tile_key(ctx: KernelContext, info: CallInfo, used: set, shape=None) -> tuple | None:
+    """(own-id positions, tile shape) of a tile load or store whose index holds the block's own
+    id on every grid axis used; None for any other access."""
+    if info.raw_op not in ("load", "store"):
+        return None
+    axes = own_axes(info.arg(1, "index"))
+    if info.raw_op == "load":
+        t = ctx.types.of(info.node, info.path)
+        shape = t.shape if isinstance(t, TileV) and t.shape is not None and \
+            all(d is not None for d in t.shape) else None
+    else:
+        shape = _tile_shape(info)
+    if axes is None or -1 in used or not used <= _covered(axes) or shape is None:
+        return None
+    return (tuple(a if a is None or isinstance(a, int) else a[:2] for a in axes), shape)
+
+
+def _foreign_read(ctx: KernelContext, info: CallInfo, name: str, store: ast.AST) -> Diagnostic:
+    """TL060 for a read of an array whose stores are race-free, at a tile that is not the
+    block's own: another block may be writing it."""
+    node = info.arg_node(1, "index")
+    idx = short(node) if node is not None else "?"
+    return ctx.diag(
+        "TL060", f"possible data race: this reads a tile of `{name}` (index `{idx}`) that "
+                 "other blocks may be writing", ctx.at(info),
+        labels=[ctx.label(store, f"`{name}` is written here, each block its own tile")] +
+        ctx.helper_label(info, "the read"),
+        help=f"read only the block's own tile of `{name}` (the index and shape of its store), "
+             "or pass the data the kernel reads as a separate input array",
+        notes=["blocks run in no fixed order: a read of another block's tile may see its old "
+               "or its new values"])
+
+
 def _unordered_updates(ctx: KernelContext, atomics: dict, written: dict,
                        read: dict) -> Iterator[Diagnostic]:
     """TL061 per array updated by atomics; TL062 per array both read and written."""
@@ -243,6 +286,6 @@ def _unordered_updates(ctx: KernelContext, atomics: dict, written: dict,
         if name in read:
             yield ctx.diag(
                 "TL062", f"`{name}` is both read and written by this kernel", at,
-                labels=[ctx.label(read[name], f"`{name}` is read here")],
+                labels=[ctx.label(ctx.at(read[name][0]), f"`{name}` is read here")],
                 notes=["a block that reads tiles other blocks write may see old or new values; "
                        "reading only the block's own tile is safe"])

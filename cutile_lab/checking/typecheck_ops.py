@@ -38,6 +38,10 @@ class TileResults:
     def _binop(self, op: type, a: Val, b: Val) -> Val:
         if op is ast.MatMult:
             return self._matmul(a, b)
+        if self.kdef.kind == "cutile":
+            # a plain kernel's unannotated parameter in arithmetic is a scalar (an array cannot
+            # be an operand): `t * scale` keeps the tile's shape
+            a, b = (TileV((), None) if isinstance(v, TensorV) else v for v in (a, b))
         if not (isinstance(a, TileV) and isinstance(b, TileV)):
             return None
         if a.loose and b.loose and a.const is not None and b.const is not None:

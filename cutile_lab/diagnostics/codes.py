@@ -69,7 +69,8 @@ _TABLE: list[tuple[str, Severity, str]] = [
     # code the checker does not check
     ("TL050", "note", "unchecked: a `with unsafe():` block (or a helper running one)"),
     # plain cuTile Python kernels
-    ("TL060", "warning", "possible data race: a store that is not indexed by the block's own id"),
+    ("TL060", "warning", "possible data race: a store (or a read of a stored array) not "
+                         "indexed by the block's own id"),
     ("TL061", "note", "atomic updates: race-free, in no fixed order"),
     ("TL062", "note", "an array is both read and written"),
     ("TL063", "warning", "a call the race analysis cannot follow: its writes are unchecked"),
