@@ -10,6 +10,8 @@ A kernel is checked in passes, one per module, each saying in its docstring what
   and ``typecheck_ops``);
 - ``ownership``: who may write what, by value (stores counted per value and per path, shared
   inputs read-only under any name, moves);
+- ``reads``: the safe loads read what they may, in the kernel and in its helpers (never tiles of
+  an output that other instances are writing);
 - ``shapes``: what is stored is provably the own tile's shape and converts without loss; the grid
   axes exist;
 - ``unsafe``: raw memory stays in ``with unsafe():``, and every unsafe block is reported as

@@ -1,8 +1,9 @@
 """Kernel-level rules about the signature, the decorator and the Python subset a kernel body may
 use (unknown names, unsupported constructs, recursion, methods that do not exist, ``print``),
 and the registry of every kernel-level pass in the order they run: ``TILE_RULES`` for
-tile-language kernels (this module's rules, then ``ownership``, ``shapes`` and ``unsafe``),
-over the typing pass ``typecheck``; plain cuTile Python kernels have theirs in ``cutile_index``.
+tile-language kernels (this module's rules, then ``ownership``, ``reads``, ``shapes`` and
+``unsafe``), over the typing pass ``typecheck``; plain cuTile Python kernels have theirs in
+``cutile_index``.
 
 A rule reads one kernel (through a ``KernelContext``) and yields diagnostics; it must not assume
 another ran, and must tolerate any syntax tree the parser accepts (including kernels with
@@ -454,8 +455,8 @@ def has_an_output(ctx: KernelContext) -> Iterator[Diagnostic]:
 
 
 def _registry() -> list[Rule]:
-    from cutile_lab.checking import ownership, shapes, unsafe
-    return RULES + ownership.RULES + shapes.RULES + unsafe.RULES
+    from cutile_lab.checking import ownership, reads, shapes, unsafe
+    return RULES + ownership.RULES + reads.RULES + shapes.RULES + unsafe.RULES
 
 
 TILE_RULES: list[Rule] = _registry()

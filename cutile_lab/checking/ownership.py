@@ -12,11 +12,7 @@ What it proves, on the types the typing pass (``typecheck``) gives every value:
   out.store(t)`` is one store, and ``w = z; w.store(a); z.store(b)`` is two;
 * a ``Mut`` moved into another name (``w = z``, ``pair = (z, x)``) is used through that name
   only: a later use of the old name is an error (TL029, like rustc's E0382);
-* the safe memory forms read what they may: ``load_tile_like(x, z)`` with ``z`` one of the
-  outputs (TL020), loads from tensor parameters (TL021) of the right rank (TL022, TL023), never
-  from an output other tiles are writing (TL024: ``load_tile`` of an output, or
-  ``load_tile_like(y, z)`` of an output ``y`` whose tile is not ``z``'s); parameters are not
-  rebound (TL026);
+* parameters are not rebound (TL026) (what the safe loads may read is the ``reads`` pass);
 * a call the checker cannot follow into (a helper whose source cannot be read, a recursive one,
   one given ``*args``) is an error in a tile kernel (TL037), and so is a call whose callee it
   cannot tell at all (TL038: ``ct.__dict__["store"](...)``, ``Tensor.store(x, t)``, a method of
@@ -28,7 +24,7 @@ import ast
 from typing import Callable, Iterable, Iterator
 
 from cutile_lab.checking.context import (RAW_WRITES, KernelContext, dtype_name, fill_example,
-                                         first_output, header, n_, outermost_calls, short,
+                                         first_output, header, outermost_calls, short,
                                          tile_shape_text)
 from cutile_lab.checking.tiletypes import TensorV, TileV
 from cutile_lab.checking.typecheck_values import CallInfo, RawMemV
@@ -348,143 +344,6 @@ def _not_on_every_path(ctx, flow: _StoreFlow, p: Param, store: ast.AST, end) -> 
              "compute the tile in the branches and store it once after the `if`",
         notes=[f"where no store happens, that tile of `{p.name}` keeps whatever the memory held "
                "before the launch"])
-
-
-# --- the safe memory forms -------------------------------------------------------------------
-
-@rule
-def load_tile_like_args(ctx: KernelContext) -> Iterator[Diagnostic]:
-    """TL020/TL021/TL022: ``load_tile_like(x, z)``."""
-    out = first_output(ctx)
-    for call in ctx.calls():
-        kind, name, _ = ctx.callee(call)
-        if kind != "fn" or name != "load_tile_like":
-            continue
-        if len(call.args) != 2 or any(k.arg != "padding" for k in call.keywords):
-            z = out.name if out else "z"
-            yield ctx.diag(
-                "TL020", "`load_tile_like` takes two arguments: the tensor to read and your "
-                         "own output tile", call,
-                help=f"write `load_tile_like(x, {z})`: it reads the tile of `x` at the position "
-                     f"of `{z}`'s tile")
-            continue
-        x, z = call.args
-        if any(isinstance(a, ast.Name) and a.id in ctx.broken for a in (x, z)):
-            continue
-        pz = ctx.param_named(z, roles=("mut",))
-        px = ctx.param_named(x)
-        if pz is None:
-            zp = ctx.param_named(z, roles=("shared",))
-            what = f"`{short(z)}` is a shared input" if zp is not None else \
-                f"`{short(z)}` is not one of this kernel's `Mut` outputs"
-            if out is not None:
-                help = (f"pass your output as the second argument: "
-                        f"`load_tile_like({short(x)}, {out.name})`")
-            else:
-                help = ("`load_tile_like` needs a `Mut` output to take the tile position from; "
-                        "without one, read with `load_tile(x, index, shape)`")
-            labels = [ctx.declared(zp)] if zp is not None else []
-            yield ctx.diag(
-                "TL020", f"{what}: `load_tile_like(x, z)` takes the tile's shape and position "
-                         "from `z`, which must be one of your outputs", z,
-                labels=labels, help=help)
-            continue
-        if px is None:
-            t = ctx.types.of(x)
-            if isinstance(t, TileV) and t.shape not in (None, ()):
-                help = f"`{short(x)}` is already a tile: use it directly"
-            else:
-                names = [p.name for p in ctx.shared.values()] or ["x"]
-                help = f"pass a tensor parameter, e.g. `load_tile_like({names[0]}, {pz.name})`"
-            yield ctx.diag(
-                "TL021", f"`load_tile_like` reads from a tensor parameter, and `{short(x)}` is "
-                         "not one", x, help=help)
-            continue
-        if len(px.shape) != len(pz.shape):
-            yield ctx.diag(
-                "TL022", f"`{px.name}` has {n_(len(px.shape), 'dimension')} but the tile of "
-                         f"`{pz.name}` has {len(pz.shape)}", call,
-                labels=[ctx.declared(px, f"`{px.name}`: {n_(len(px.shape), 'dimension')}"),
-                        ctx.declared(pz, f"`{pz.name}`: a tile of "
-                                         f"{n_(len(pz.shape), 'dimension')}")],
-                help=f"declare `{px.name}` with {n_(len(pz.shape), 'dimension')} (e.g. "
-                     f"`Tensor[{dtype_name(px)}, \"{', '.join(['?'] * len(pz.shape))}\"]`), "
-                     "or read it with `load_tile(x, index, shape)`")
-            continue
-        if px.role == "mut" and tuple(px.shape) != tuple(pz.shape):
-            yield ctx.diag(
-                "TL024", f"`load_tile_like({px.name}, {pz.name})` reads a tile of the output "
-                         f"`{px.name}` shaped like `{pz.name}`'s, which other tiles of the launch "
-                         "are writing at the same time", call,
-                labels=[ctx.declared(px, f"`{px.name}`: tiles of {tile_shape_text(px)}"),
-                        ctx.declared(pz, f"`{pz.name}`: tiles of {tile_shape_text(pz)}")],
-                help=f"read your own tile of `{px.name}` with `{px.name}.load()`; to read "
-                     "other tiles, pass the data as a separate shared input",
-                notes=["each tile of an output belongs to one kernel instance: the tile at your "
-                       f"position of `{pz.name}` covers other instances' pieces of `{px.name}` "
-                       "when their tile shapes differ"])
-
-
-
-def _arg_of(call: ast.Call, i: int, name: str) -> ast.AST | None:
-    if len(call.args) > i:
-        return call.args[i]
-    return next((k.value for k in call.keywords if k.arg == name), None)
-
-
-@rule
-def load_tile_args(ctx: KernelContext) -> Iterator[Diagnostic]:
-    """TL021/TL023/TL024: ``load_tile(x, index, shape)``."""
-    for call in ctx.calls():
-        kind, name, _ = ctx.callee(call)
-        if kind != "fn" or name != "load_tile":
-            continue
-        x, index, shape = _arg_of(call, 0, "x"), _arg_of(call, 1, "index"), \
-            _arg_of(call, 2, "shape")
-        if x is None or index is None or shape is None:
-            yield ctx.diag(
-                "TL023", "`load_tile` needs the tensor, the tile's index and the tile's shape",
-                call, help="write e.g. `load_tile(x, (tile_id(0), k), (BM, BK))`: the index "
-                           "counts tiles, not elements")
-            continue
-        if isinstance(x, ast.Name) and x.id in ctx.broken:
-            continue
-        p = ctx.param_named(x)
-        if p is None:
-            names = [q.name for q in ctx.shared.values()] or ["x"]
-            yield ctx.diag(
-                "TL021", f"`load_tile` reads from a tensor parameter, and `{short(x)}` is not "
-                         "one", x,
-                help=f"pass a shared input, e.g. `load_tile({names[0]}, {short(index)}, "
-                     f"{short(shape)})`")
-            continue
-        if p.role == "mut":
-            yield ctx.diag(
-                "TL024", f"`load_tile` reads tiles of the output `{p.name}`, which other tiles "
-                         "of the launch are writing at the same time", call,
-                labels=[ctx.declared(p)],
-                help=f"read your own tile with `{p.name}.load()`; to read other tiles, pass the "
-                     "data as a separate shared input",
-                notes=["each tile of an output belongs to one kernel instance; reading another "
-                       "instance's tile while it is being written is a data race"])
-            continue
-        rank = len(p.shape)
-        for what, node in (("index", index), ("shape", shape)):
-            n = len(node.elts) if isinstance(node, ast.Tuple) else (
-                1 if isinstance(node, (ast.Constant, ast.BinOp)) or
-                (isinstance(node, ast.Call) and ctx.callee(node)[1] in ("tile_id", "bid"))
-                else None)
-            if n is None or n == rank:
-                continue
-            example = "(tile_id(0), k)" if what == "index" else "(BM, BK)"
-            yield ctx.diag(
-                "TL023", f"the {what} of `load_tile` has {n} entr{'y' if n == 1 else 'ies'}, but "
-                         f"`{p.name}` has {rank} dimension{'s' if rank != 1 else ''}", node,
-                labels=[ctx.declared(p, f"`{p.name}` has {rank} dimension"
-                                        f"{'s' if rank != 1 else ''}")],
-                help=f"give one entry per dimension of `{p.name}`"
-                     + (f", e.g. `{example}`" if rank == 2 else ""))
-
 
 
 @rule

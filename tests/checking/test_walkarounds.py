@@ -78,6 +78,23 @@ def same(d):
     w.store(load_tile_like(x, z))
     z.store(load_tile_like(x, z))
 '''),
+    "a helper that reads the neighbour's tile of the output": (["TL024"], '''\
+def right(a):
+    return load_tile(a, (tile_id(0) + 1,), a.shape)
+
+
+''' + H + '''\
+    z.store(right(z))
+'''),
+    "a helper that reads another output shaped like this one": (["TL024"], '''\
+def like(a, b):
+    return load_tile_like(a, b)
+
+
+def k(z: Mut[Tensor[f32, "B"]], y: Mut[Tensor[f32, "C"]], x: Tensor[f32, "?"]):
+    y.store(load_tile_like(x, y))
+    z.store(like(y, z))
+'''),
     # found by the adversarial hunt of session 7: calls whose callee the checker cannot tell
     "a module-level value that is not a tensor, stored into": (["TL038"], '''\
 G = None
