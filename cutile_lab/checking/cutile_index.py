@@ -155,15 +155,16 @@ def possible_races(ctx: KernelContext) -> Iterator[Diagnostic]:
 def _unidentified(ctx: KernelContext, info: CallInfo) -> bool:
     """A call whose callee the typing pass cannot tell (``getattr(ct, "store")(...)``,
     ``ct.__dict__["store"](...)``, a method of a class or of a module the checker does not read),
-    or a raw-memory method of a value it cannot tie to one array. A method of a local value
+    or a writing method of a value it cannot tie to one array (raw memory, a tiled view). A method of a local value
     whose type it could not work out (``y.astype``, with ``y`` computed from an untyped scalar) is
     a tile's."""
     if info.kind == "unknown":
         return True
     if info.kind != "method" or isinstance(info.recv, (TensorV, TileV, RawMemV)):
         return False
-    if info.name == "get_raw_memory" or info.name.endswith("_offset"):
-        return True
+    if info.name in ("get_raw_memory", "store") or info.name.endswith("_offset") or \
+            info.name.startswith("atomic_"):
+        return True       # raw memory, or a tiled view's store (`z.tiled_view(shape).store`)
     root = info.node.func
     while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
         root = root.func if isinstance(root, ast.Call) else root.value
