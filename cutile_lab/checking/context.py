@@ -290,7 +290,7 @@ class KernelContext:
                 if info is not None and info.kind == "helper" and info.problem is not None:
                     return True
             if isinstance(n, _UNSUPPORTED_VALUES):
-                return True
+                return True        # TL031, in the kernel or in the helper (helper_constructs)
             if not path and isinstance(n, ast.Name) and n.id in self.locals and \
                     self.types.of(n, path) is None and n.id in self._unsupported_bindings():
                 return True

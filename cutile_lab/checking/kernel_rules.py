@@ -1,5 +1,6 @@
-"""Kernel-level rules about the signature, the decorator and the Python subset a kernel body may
-use (unknown names, unsupported constructs, recursion, methods that do not exist, ``print``),
+"""Kernel-level rules about the signature, the decorator and the Python subset a kernel body (and
+the body of every helper it calls) may use (unknown names, unsupported constructs, recursion,
+methods that do not exist, ``print``),
 and the registry of every kernel-level pass in the order they run: ``TILE_RULES`` for
 tile-language kernels (this module's rules, then ``ownership``, ``reads``, ``shapes`` and
 ``unsafe``), over the typing pass ``typecheck``; plain cuTile Python kernels have theirs in
@@ -18,7 +19,7 @@ from cutile_lab.checking.context import (PY_BUILTIN_NAMES, TILE_ATTRS, TILE_METH
                                          KernelContext, ct_has, first_output, head,
                                          is_unsafe_with, short, tile_shape_text)
 from cutile_lab.checking.tiletypes import TileV
-from cutile_lab.diagnostics import Diagnostic
+from cutile_lab.diagnostics import Diagnostic, Label, Span
 from cutile_lab.diagnostics.suggest import did_you_mean
 from cutile_lab.language import surface
 from cutile_lab.language.options import option_problem
@@ -394,6 +395,35 @@ def unsupported_constructs(ctx: KernelContext) -> Iterator[Diagnostic]:
         elif isinstance(n, ast.With) and n.items[0].optional_vars is not None:
             yield ctx.diag("TL031", "`with unsafe():` takes no `as` name",
                            n.items[0].optional_vars, help="write `with unsafe():`")
+
+
+@rule
+def helper_constructs(ctx: KernelContext) -> Iterator[Diagnostic]:
+    """TL031 for the Python constructs a kernel cannot contain, in the body of a helper it
+    calls (a helper is compiled into the kernel; the typing pass does not look inside a
+    comprehension, a lambda or a nested ``def``, so what it would write is not known). Reported
+    at the kernel's call of the helper, with a label at the construct."""
+    seen: set[int] = set()
+    for info in ctx.types.all_calls():
+        h = info.callee
+        if info.kind != "helper" or h is None or h.node is None or id(h.node) in seen:
+            continue
+        seen.add(id(h.node))
+        skip: set[int] = set()
+        for n in (m for stmt in h.node.body for m in ast.walk(stmt)):
+            entry = _UNSUPPORTED.get(type(n)) if id(n) not in skip else None
+            if entry is None and isinstance(n, ast.Starred) and id(n) not in skip:
+                entry = ("`*` unpacking is not supported in a kernel",
+                         "unpack every element by name, or pass each argument explicitly")
+            if entry is None:
+                continue
+            skip.update(id(m) for m in ast.walk(n))
+            msg, help = entry
+            yield ctx.diag(
+                "TL031", f"{msg} (in the helper `{h.name}`, which this kernel calls)",
+                ctx.at(info), help=help,
+                labels=[Label(Span.of_node(head(n), h.filename, h.line_offset),
+                              f"here, in `{h.name}`")])
 
 
 def _is_range_call(ctx: KernelContext, node: ast.AST) -> bool:

@@ -95,6 +95,33 @@ def k(z: Mut[Tensor[f32, "B"]], y: Mut[Tensor[f32, "C"]], x: Tensor[f32, "?"]):
     y.store(load_tile_like(x, y))
     z.store(like(y, z))
 '''),
+    "a store through a list inside a helper": (["TL031"], '''\
+def put(d, t):
+    [d][0].store(t)
+
+
+''' + H + '''\
+    put(x, load_tile_like(x, z))
+    z.store(load_tile_like(x, z))
+'''),
+    "a store through := inside a helper": (["TL031"], '''\
+def put(d, t):
+    (w := d).store(t)
+
+
+''' + H + '''\
+    put(x, load_tile_like(x, z))
+    z.store(load_tile_like(x, z))
+'''),
+    "a store in a comprehension inside a helper": (["TL031"], '''\
+def put(d, t):
+    [a.store(t) for a in (d,)]
+
+
+''' + H + '''\
+    put(x, load_tile_like(x, z))
+    z.store(load_tile_like(x, z))
+'''),
     # found by the adversarial hunt of session 7: calls whose callee the checker cannot tell
     "a module-level value that is not a tensor, stored into": (["TL038"], '''\
 G = None
