@@ -6,7 +6,9 @@ What it proves:
   generics and literals, normalised by ``tiletypes``: ``2*B`` is ``B*2``) *is* the output's tile
   shape: a different shape is an error (TL016); in safe code, a shape the checker cannot prove
   (an unknown op, a shape computed from runtime values, a loop that changes it) is an error too
-  (TL035), whose help says what would be provable;
+  (TL035), whose help says what would be provable; a store given anything but one tile
+  (``d.store(tile=t)`` in a helper, ``s(t, u)`` through a bound ``s = z.store``) cannot be
+  checked, and is an error (TL025);
 * the stored dtype converts to the output's without loss, or the conversion is written out:
   a lossy implicit conversion (int to a float too narrow for it, f32 to f16, float to int,
   signed to unsigned...) is an error (TL017); a lossless one is allowed, with a hint (TL018);
@@ -74,6 +76,22 @@ def _shape_help(got: tuple, want: tuple, p: Param, arg: ast.AST) -> str:
             f"with that shape (e.g. load it with `load_tile_like(x, {p.name})`)")
 
 
+def _stored_tile(call: ast.Call) -> ast.AST | None:
+    """The tile a store is given, its one positional argument; None when the call gives anything
+    else (then what it stores cannot be checked: TL025)."""
+    if len(call.args) == 1 and not call.keywords and not isinstance(call.args[0], ast.Starred):
+        return call.args[0]
+    return None
+
+
+def _reported_as_method(ctx: KernelContext, info) -> bool:
+    """``z.store(a, b)`` written on the parameter itself in the kernel: TL025 reports it there."""
+    f = info.node.func
+    return info.helper is None and isinstance(f, ast.Attribute) and \
+        isinstance(f.value, ast.Name) and f.value.id in ctx.outputs and \
+        f.value.id not in ctx.locals
+
+
 @rule
 def stored_tile_type(ctx: KernelContext) -> Iterator[Diagnostic]:
     """TL016 shape, TL035 unprovable shape, TL017 lossy dtype, TL018 lossless implicit
@@ -82,13 +100,18 @@ def stored_tile_type(ctx: KernelContext) -> Iterator[Diagnostic]:
         if p.name in ctx.broken:         # its declaration is reported (TL001)
             continue
         call = info.node
-        if len(call.args) != 1 or call.keywords:
-            continue
-        arg = call.args[0]
-        t = ctx.types.of(arg, info.path)
-        want = tuple(p.shape)
+        arg = _stored_tile(call)
         decl = ctx.declared(p)
         labels = [decl] + ctx.helper_label(info, "the store")
+        if arg is None:
+            if not _reported_as_method(ctx, info):
+                yield ctx.diag(
+                    "TL025", f"`{p.name}.store(tile)` takes exactly one tile", ctx.at(info),
+                    labels=labels, help=f"write `{short(call.func)}(t)` with a tile `t` of shape "
+                                        f"{format_shape(tuple(p.shape))}")
+            continue
+        t = ctx.types.of(arg, info.path)
+        want = tuple(p.shape)
         where = arg if info.helper is None else ctx.at(info)
         if not _proven_shape(t) and not info.in_unsafe:
             if not ctx.unknown_from_elsewhere(arg, info.path):

@@ -122,6 +122,18 @@ def put(d, t):
     put(x, load_tile_like(x, z))
     z.store(load_tile_like(x, z))
 '''),
+    "a helper storing a tile of twice the size by keyword": (["TL025"], '''\
+def put(d, t):
+    d.store(tile=t)
+
+
+''' + H + '''\
+    put(z, load_tile(x, (tile_id(0),), (B * 2,)))
+'''),
+    "a bound store given the tile by keyword": (["TL025"], H + '''\
+    s = z.store
+    s(tile=load_tile(x, (tile_id(0),), (B * 2,)))
+'''),
     # found by the adversarial hunt of session 7: calls whose callee the checker cannot tell
     "a module-level value that is not a tensor, stored into": (["TL038"], '''\
 G = None
