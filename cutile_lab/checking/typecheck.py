@@ -435,7 +435,7 @@ class Typing(NameResolution, TileResults):
     def _inline(self, info: CallInfo, h: HelperV, e: ast.Call, args: list, kw: dict) -> Val:
         """A helper's body, run with its parameters bound to the arguments' types."""
         if h.node is None:
-            info.problem = "its source cannot be read"
+            info.problem = h.problem or "its source cannot be read"
             return None
         if any(s.node is h.node for s in self.helper_stack):
             info.problem = "it calls itself"

@@ -4,6 +4,12 @@ import), an object of the kernel's namespace, or a name of the language itself.
 
 A module-level function becomes a ``HelperV`` (its body is checked where it is called), an
 import of ``cuda.tile`` a module or cuTile function, a module-level constant a loose scalar.
+What the reading cannot vouch for is not read as if it ran: a function under a decorator other
+than cuTile's or the lab's ``function``/``kernel`` (or an object of the namespace wrapping
+another through ``__wrapped__``) is a helper that cannot be followed; a name the module also
+binds inside an ``if``/``for``/``with``/``try``, by ``:=``, by a ``global`` in a function or
+through ``globals()``/``setattr`` (and every name, where it calls ``exec``, ``globals()`` or
+``vars()`` with a key it does not write out) is what the namespace holds, or unknown.
 ``NameResolution`` is mixed into ``typecheck.Typing``.
 """
 from __future__ import annotations
@@ -66,13 +72,21 @@ class NameResolution:
         return v
 
     def _resolve_global(self, name: str) -> Val:
+        g = self.ctx.globals
         for tree, filename, offset in self._module_tree():
+            cache = self.ctx.__dict__.setdefault("_rebound", {})
+            if id(tree) not in cache:
+                cache[id(tree)] = _rebound_names(tree)
+            rebound, dynamic = cache[id(tree)]
+            if dynamic or name in rebound:
+                # bound where the checker does not follow (inside an `if`, by a `global` in a
+                # function, through `globals()`): only the namespace, if at hand, says what it is
+                return value_of_object(g[name], name) if g is not None and name in g else None
             found = _lookup_module_name(tree, name, filename, offset, self.kdef.node)
             if found is not _MISSING:
                 if isinstance(found, ast.AST):           # a module-level assignment's value
                     return self._module_value(found)
                 return found
-        g = self.ctx.globals
         if g is not None and name in g:
             return value_of_object(g[name], name)
         return self._language(name)
@@ -134,8 +148,13 @@ def _lookup_module_name(tree: ast.Module, name: str, filename: str, offset: int,
     found = _MISSING
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            wrapper = next((d for d in node.decorator_list if not _transparent(d)), None)
             if _same_def(node, kernel):
                 found = HelperV(name, kernel, filename, offset)
+            elif wrapper is not None:
+                found = HelperV(name, None, filename, offset, problem=(
+                    f"it is wrapped by the decorator `@{ast.unparse(wrapper)}`, so the checker "
+                    "cannot tell which function runs"))
             else:
                 found = HelperV(name, node, filename, offset)
         elif isinstance(node, ast.ClassDef) and node.name == name:
@@ -167,6 +186,64 @@ def _lookup_module_name(tree: ast.Module, name: str, filename: str, offset: int,
                         isinstance(x, ast.Name) and x.id == name for x in t.elts):
                     found = None
     return found
+
+
+def _transparent(decorator: ast.AST) -> bool:
+    """A decorator that leaves the function's body what runs: cuTile's and the lab's
+    ``function`` and ``kernel`` (``@ct.function``, ``@cl.kernel(occupancy=2)``)."""
+    d = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = d.attr if isinstance(d, ast.Attribute) else (d.id if isinstance(d, ast.Name) else "")
+    return name in ("function", "kernel")
+
+
+_DYNAMIC = frozenset({"globals", "vars", "setattr", "exec", "eval"})
+
+
+def _rebound_names(tree: ast.Module) -> tuple[frozenset[str], bool]:
+    """The names a module binds other than by a statement of its top level (inside an `if`,
+    `for`, `with` or `try` there, by `:=`, by a `global` declaration in a function), and whether
+    it may rebind names at run time in ways no reading follows (``globals()``, ``setattr``,
+    ``exec``...). For these, the last top-level binding is not what the kernel calls."""
+    names: set[str] = set()
+    named: set[int] = set()          # globals()["put"], setattr(m, "put", f): one name each
+    dynamic = False
+    for node in tree.body:
+        top = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom,
+                                ast.Expr))
+        for n in ast.walk(node):
+            key = _literal_key(n)
+            if key is not None:
+                names.add(key[1])
+                named.add(id(key[0]))
+            if isinstance(n, ast.Global):
+                names.update(n.names)
+            elif isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
+                names.add(n.target.id)
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and \
+                    n.func.id in _DYNAMIC and id(n) not in named:
+                dynamic = True
+            elif not top and isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                names.add(n.id)
+            elif not top and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                            ast.ClassDef)):
+                names.add(n.name)
+            elif not top and isinstance(n, (ast.Import, ast.ImportFrom)):
+                names.update((a.asname or a.name).split(".")[0] for a in n.names)
+    return frozenset(names), dynamic
+
+
+def _literal_key(n: ast.AST) -> tuple[ast.Call, str] | None:
+    """``globals()["put"]`` or ``setattr(m, "put", f)``: the call, and the one name it reaches."""
+    if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Call) and \
+            isinstance(n.value.func, ast.Name) and n.value.func.id in ("globals", "vars") and \
+            isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str):
+        return n.value, n.slice.value
+    if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "setattr" and \
+            len(n.args) == 3 and isinstance(n.args[1], ast.Constant) and \
+            isinstance(n.args[1].value, str):
+        return n, n.args[1].value
+    return None
 
 
 def _same_def(a: ast.FunctionDef, b: ast.FunctionDef) -> bool:
@@ -215,7 +292,13 @@ def value_of_object(obj, name: str) -> Val:
         if fn_name is None:
             return None
         return FuncV("ct", fn_name)
-    fn = getattr(obj, "__wrapped__", None) or getattr(obj, "_pyfunc", None) or obj
+    if hasattr(obj, "_cutile_tile_function") or hasattr(obj, "_pyfunc"):
+        fn = getattr(obj, "__wrapped__", None) or getattr(obj, "_pyfunc", None) or obj
+    elif hasattr(obj, "__wrapped__"):      # another decorator's wrapper: which body runs?
+        return HelperV(name, None, problem="it is wrapped by a decorator, so the checker cannot "
+                                           "tell which function runs")
+    else:
+        fn = obj
     if inspect.isfunction(fn):
         return _helper_of_function(fn, name)
     return None

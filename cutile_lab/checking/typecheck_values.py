@@ -48,6 +48,7 @@ class HelperV:
     node: ast.FunctionDef | None       # None: its source cannot be read
     filename: str = ""
     line_offset: int = 0
+    problem: str | None = None         # why it cannot be followed, where ``node`` is None
 
 
 @dataclass(frozen=True)

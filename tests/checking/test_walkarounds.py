@@ -134,6 +134,81 @@ def put(d, t):
     s = z.store
     s(tile=load_tile(x, (tile_id(0),), (B * 2,)))
 '''),
+    "a helper wrapped by a decorator that swaps its body": (["TL013", "TL037"], '''\
+import cuda.tile as ct
+
+
+def swap(f):
+    def w(d, t):
+        ct.store(d, (0,), t)
+    return w
+
+
+@swap
+def put(d, t):
+    d.store(t)
+
+
+''' + H + '''\
+    put(z, load_tile_like(x, z))
+'''),
+    "a helper defined again inside an if": (["TL013", "TL038"], '''\
+import cuda.tile as ct
+
+
+def put(d, t):
+    d.store(t)
+
+
+if True:
+    def put(d, t):
+        ct.store(d, (0,), t)
+
+
+''' + H + '''\
+    put(z, load_tile_like(x, z))
+'''),
+    "a helper rebound by a global statement in a function": (["TL013", "TL038"], '''\
+import cuda.tile as ct
+
+
+def put(d, t):
+    d.store(t)
+
+
+def other(d, t):
+    ct.store(d, (0,), t)
+
+
+def swap():
+    global put
+    put = other
+
+
+swap()
+
+
+''' + H + '''\
+    put(z, load_tile_like(x, z))
+'''),
+    "a helper rebound through globals()": (["TL013", "TL038"], '''\
+import cuda.tile as ct
+
+
+def put(d, t):
+    d.store(t)
+
+
+def other(d, t):
+    ct.store(d, (0,), t)
+
+
+globals()["put"] = other
+
+
+''' + H + '''\
+    put(z, load_tile_like(x, z))
+'''),
     # found by the adversarial hunt of session 7: calls whose callee the checker cannot tell
     "a module-level value that is not a tensor, stored into": (["TL038"], '''\
 G = None
@@ -266,3 +341,20 @@ def same(d):
     w = same(z)
     w.store(t)
 ''', "<moved by a helper>") == []
+
+
+def test_a_namespace_helper_wrapped_by_another_decorator_is_not_followed():
+    """``functools.wraps`` points ``__wrapped__`` at the original, but the wrapper is what the
+    name is: the checker does not read the original's body as if it ran."""
+    import functools
+
+    def put(d, t):
+        d.store(t)
+
+    @functools.wraps(put)
+    def wrapper(d, t):
+        return put(d, t)
+
+    diags = check_source(H + "    put(z, load_tile_like(x, z))\n", "<wrapped>",
+                         globals_={"put": wrapper})
+    assert "TL037" in {d.code for d in diags}, [(d.code, d.message) for d in diags]
