@@ -35,7 +35,9 @@ from dataclasses import dataclass, field
 
 from cutile_lab import lang
 from cutile_lab.checking import check_source
-from cutile_lab.checking.launch_rules import ArgDesc, BorrowState, check_launch, padded_reads
+from cutile_lab.checking.launch_rules import (ArgDesc, BorrowState, check_launch,
+                                              check_plain_launch, padded_reads)
+from cutile_lab.checking.read_only import read_only_parameters
 from cutile_lab.diagnostics import CODES, Diagnostic, Span, render_text
 from cutile_lab.errors import KernelDiagnosticsError
 from cutile_lab.language.dtypes import DType, dtype_by_name
@@ -183,15 +185,19 @@ class SimKernel:
     def __init__(self, host: "SimHost", kdef):
         self.host, self.kdef = host, kdef
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args, grid=None, **kwargs):
         host = self.host
         site = host.site(1)
         params = self.kdef.params
         given = list(zip([p.name for p in params], args)) + list(kwargs.items())
+        plain = self.kdef.kind == "cutile"      # a plain cuTile kernel: what it may write
+        read_only = read_only_parameters(self.kdef) if plain else frozenset()
         descs: list[ArgDesc] = []
         for name, value in given:
             p = next((q for q in params if q.name == name), None)
             role = p.role if p is not None and p.role in ("mut", "shared") else "shared"
+            if plain:
+                role = "shared" if name in read_only else "mut"
             if isinstance(value, SimPartition):
                 t = value.tensor
                 descs.append(ArgDesc(name, role, t.ptr, t.shape, t.strides, t.dtype.itemsize,
@@ -202,8 +208,12 @@ class SimKernel:
                                      value.dtype.name, value.tensor_id, None, value.origin))
             else:
                 descs.append(ArgDesc(name, "scalar", value=value))
-        diags = check_launch(self.kdef, descs, site, host.borrows)
-        if not any(d.is_error for d in diags):
+        if plain:
+            diags = check_plain_launch(self.kdef, descs, site,
+                                       grid=tuple(grid) if grid is not None else None)
+        else:
+            diags = check_launch(self.kdef, descs, site, host.borrows)
+        if not plain and not any(d.is_error for d in diags):
             diags = diags + padded_reads(self.kdef, descs, site)
         host.diagnostics.extend(diags)
         if any(d.is_error for d in diags):

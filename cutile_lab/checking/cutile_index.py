@@ -19,6 +19,8 @@ typing pass gives the indices of ``ct.store`` (in the kernel and in the helpers 
   (TL060): another block may be writing that tile;
 * a store into an array the checker cannot tie to one parameter (``a = z if c else x``) is
   never proven (TL060);
+* the proof holds for a grid with one block along every axis the kernel does not read; which
+  axes those are is ``grid_axes_told_apart``, checked against each launch's grid (TL121);
 * a helper whose body the checker cannot follow, and a call whose callee it cannot tell
   (``getattr(ct, "store")``, ``ct.__dict__["store"]``, a method of a class or of another
   module), is reported as unchecked (TL063), never passed over in silence.
@@ -290,3 +292,20 @@ def _unordered_updates(ctx: KernelContext, atomics: dict, written: dict,
                 labels=[ctx.label(ctx.at(read[name][0]), f"`{name}` is read here")],
                 notes=["a block that reads tiles other blocks write may see old or new values; "
                        "reading only the block's own tile is safe"])
+
+
+def grid_axes_told_apart(kdef, globals_=None) -> tuple[frozenset[int] | None, bool]:
+    """For a launch of a plain cuTile kernel: the grid axes whose block ids the kernel reads
+    (``ct.bid`` / ``ct.num_blocks``; None: an axis it cannot read, so any), and whether it writes
+    memory at all. Blocks that differ only along another axis run the very same code: every
+    write of one is a write of the others (remembered per kernel definition)."""
+    cached = kdef.__dict__.get("_grid_axes")
+    if cached is not None and cached[0] is kdef.node:
+        return cached[1]
+    ctx = KernelContext(kdef, globals_)
+    used = _grid_axes_used(ctx)
+    writes = any(i.raw_op in RAW_WRITES or (i.kind == "helper" and i.problem is not None)
+                 or _unidentified(ctx, i) for i in ctx.types.all_calls())
+    result = (None if -1 in used else frozenset(used), writes)
+    kdef.__dict__["_grid_axes"] = (kdef.node, result)
+    return result

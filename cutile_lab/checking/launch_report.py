@@ -286,6 +286,17 @@ class LaunchReporter:
             notes = notes + (detail,)
         return self.diag(code, msg, labels, help=help, notes=notes)
 
+    def _grid_axis(self, axis: int, blocks: int):
+        name = self.kdef.name
+        return self.diag(
+            "TL121", f"the grid has {blocks} blocks along axis {axis}, but `{name}` never reads "
+                     f"`ct.bid({axis})`: those blocks write the very same elements",
+            help=f"launch with 1 block along axis {axis}, or make the writes depend on "
+                 f"`ct.bid({axis})` (index the stores by it)",
+            notes=("blocks that differ only along an axis the kernel does not read run the same "
+                   "code on the same data: their stores race, and their atomic updates are "
+                   "applied once per block",))
+
     def _borrow(self, a: ArgDesc, d: Diagnostic):
         text = self.arg_text(a.name)
         message = d.message.replace(f"`{a.name}`", f"`{text}`", 1) if text != a.name else \

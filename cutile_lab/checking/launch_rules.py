@@ -12,7 +12,8 @@ something is wrong.
 Where it lives: ``launch_args`` describes the arguments (``ArgDesc``) and their bytes,
 ``borrows`` words the ownership diagnostics (``use_diagnostic``), ``launch_report`` turns the problems found here into
 diagnostics; this module holds the rules (TL100-TL120 at launch; for a plain cuTile kernel,
-whose signature declares no roles, the aliasing rules alone: ``check_plain_launch``).
+whose signature declares no roles, the aliasing rules and its grid (TL121):
+``check_plain_launch``).
 """
 from __future__ import annotations
 
@@ -82,13 +83,21 @@ def check_launch(kdef: KernelDef, args: Sequence[ArgDesc], call_site: Span | Non
 
 
 def check_plain_launch(kdef: KernelDef, args: Sequence[ArgDesc], call_site: Span | None = None,
-                       *, source_lookup: Callable[[str, int], str] | None = None
+                       *, grid: Sequence[int] | None = None, globals_: Mapping | None = None,
+                       source_lookup: Callable[[str, int], str] | None = None
                        ) -> list[Diagnostic]:
     """TL100/TL101 for a plain cuTile kernel. Its signature declares nothing to check, but it is
     compiled on the same promise as a tile kernel, that no array parameter aliases another; so
     two array arguments that share a byte where one of them may be written (role ``"mut"``:
-    every array the checker does not prove read-only) are refused."""
+    every array the checker does not prove read-only) are refused. TL121: a ``grid`` with more
+    than one block along an axis whose block id the kernel never reads, where it writes."""
     problems = alias_problems([a for a in args if a.is_array])
+    if grid is not None:
+        from cutile_lab.checking.cutile_index import grid_axes_told_apart
+        used, writes = grid_axes_told_apart(kdef, globals_)
+        if writes and used is not None:
+            problems.extend(("grid_axis", a, n) for a, n in enumerate(grid)
+                            if n > 1 and a not in used)
     if not problems:
         return []
     by_name = {a.name: a for a in args}

@@ -97,6 +97,8 @@ _TABLE: list[tuple[str, Severity, str]] = [
     ("TL119", "error", "the `Mut` outputs' partitions have different numbers of tiles"),
     ("TL120", "warning", "a shared input read with `load_tile_like` is smaller than the output: "
                          "some tiles read padding"),
+    ("TL121", "warning", "a plain cuTile kernel launched with several blocks along a grid axis "
+                         "it never reads"),
     # library calls (cutile_lab.kernels): the host function's arguments, before any launch
     ("TL150", "error", "a library function's argument is not a tensor of numbers"),
     ("TL151", "error", "a library function's argument has a rank the function does not take"),

@@ -241,3 +241,31 @@ x = tensor((2048,), f32)
 out = tensor((4096,), f32)
 double(out.partition((128,)), x)
 ''')
+
+# --- plain cuTile kernels: no roles to check, but aliasing and the grid -------------------------
+CT_DOUBLE = '''import cuda.tile as ct
+
+
+@ct.kernel
+def double(z, x, B: ct.Constant[int]):
+    t = ct.load(x, index=(ct.bid(0),), shape=(B,))
+    ct.store(z, index=(ct.bid(0),), tile=t * 2)
+'''
+launch("cutile_ok", None, 0, 0, CT_DOUBLE, '''
+x = tensor((1024,), f32)
+z = tensor((1024,), f32)
+double(z, x, 128, grid=(8,))
+''')
+launch("cutile_input_passed_twice_ok", None, 0, 0, CT_DOUBLE, '''
+x = tensor((1024,), f32)
+double(tensor((1024,), f32), x, 128, grid=(8, 1))
+''')
+launch("cutile_written_array_as_input", "TL100", 10, 1, CT_DOUBLE, '''
+z = tensor((1024,), f32)
+double(z, z, 128, grid=(8,))
+''')
+launch("cutile_grid_axis_never_read", "TL121", 11, 1, CT_DOUBLE, '''
+x = tensor((1024,), f32)
+z = tensor((1024,), f32)
+double(z, x, 128, grid=(8, 2))
+''')

@@ -482,3 +482,20 @@ def test_plain_cutile_launch_refuses_memory_it_may_write_passed_twice(rng):
     ks["ct_split"](z[:128], z[128:], x[:128], 64, grid=(2,)).sync()
     np.testing.assert_array_equal(z.to_numpy(), np.concatenate([np.minimum(b[:128], 0),
                                                                 np.maximum(b[:128], 0)]))
+
+
+def test_plain_cutile_launch_on_a_grid_axis_the_kernel_never_reads_is_a_warning(rng):
+    """A kernel that reads only ct.bid(0), launched with 2 blocks along axis 1: both blocks of a
+    column store the very same tiles. The launch says so before it runs (TL121, a warning: on a
+    GPU nothing else would); the simulator then sees the race itself (SIM010)."""
+    from cutile_lab.errors import LaunchWarning, SimulationProblemError
+    ks = cl.kernels_from_source(CT_TWO, "<ct_grid>")
+    a = rng.standard_normal(256).astype(np.float32)
+    z, x = cl.zeros(256).sync(), cl.from_numpy(a).sync()
+    with pytest.warns(LaunchWarning, match="axis 1"):
+        with pytest.raises(SimulationProblemError, match="SIM010"):
+            ks["ct_add"](z, x, x, 128, grid=(2, 2)).sync()
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LaunchWarning)
+        ks["ct_add"](z, x, x, 128, grid=(2, 1)).sync()      # one block along axis 1: fine

@@ -132,11 +132,14 @@ def arg_descs(info, values) -> list:
     return out
 
 
-def launch_rules(info, values, where: Span | None, consts) -> list[Diagnostic]:
+def launch_rules(info, values, where: Span | None, consts, grid=None,
+                 globals_=None) -> list[Diagnostic]:
     """The checker's launch-level rules (tile-language kernels; plain cuTile kernels declare no
-    roles or shapes to check against, so only their aliasing is checked)."""
+    roles or shapes to check against, so only their aliasing and their ``grid`` are checked)."""
     if info.kdef.kind == "cutile":
-        return check_plain_launch(info.kdef, arg_descs(info, values), where)
+        return check_plain_launch(info.kdef, arg_descs(info, values), where,
+                                  grid=tuple(grid) if grid is not None else None,
+                                  globals_=globals_)
     if info.kdef.kind != "tile":
         return []
     descs = arg_descs(info, values)

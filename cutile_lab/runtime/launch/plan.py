@@ -86,7 +86,8 @@ def prepare_entry(op, values: dict, ctx, key) -> LaunchEntry:
                 f"`{name}` is a {b} tensor but this launch runs on the {ctx.backend} backend",
                 span=op.where,
                 help="create every tensor of a launch on one backend (cl.set_backend)")
-    diags = launch_rules(info, values, op.where, op.explicit_consts)
+    diags = launch_rules(info, values, op.where, op.explicit_consts, op.grid,
+                         getattr(op.kernel, "globals", None))
     if any(d.is_error for d in diags):
         op.diagnostics = diags
         raise OwnershipError(diags)
