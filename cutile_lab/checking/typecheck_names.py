@@ -77,12 +77,13 @@ class NameResolution:
             cache = self.ctx.__dict__.setdefault("_rebound", {})
             if id(tree) not in cache:
                 cache[id(tree)] = _rebound_names(tree)
-            rebound, dynamic = cache[id(tree)]
+            rebound, dynamic, imported = cache[id(tree)]
             if dynamic or name in rebound:
                 # bound where the checker does not follow (inside an `if`, by a `global` in a
                 # function, through `globals()`): only the namespace, if at hand, says what it is
                 return value_of_object(g[name], name) if g is not None and name in g else None
-            found = _lookup_module_name(tree, name, filename, offset, self.kdef.node)
+            where = ast.Module([imported[name]], []) if name in imported else tree
+            found = _lookup_module_name(where, name, filename, offset, self.kdef.node)
             if found is not _MISSING:
                 if isinstance(found, ast.AST):           # a module-level assignment's value
                     return self._module_value(found)
@@ -199,13 +200,16 @@ def _transparent(decorator: ast.AST) -> bool:
 _DYNAMIC = frozenset({"globals", "vars", "setattr", "exec", "eval"})
 
 
-def _rebound_names(tree: ast.Module) -> tuple[frozenset[str], bool]:
+def _rebound_names(tree: ast.Module) -> tuple[frozenset[str], bool, dict]:
     """The names a module binds other than by a statement of its top level (inside an `if`,
     `for`, `with` or `try` there, by `:=`, by a `global` declaration in a function), and whether
     it may rebind names at run time in ways no reading follows (``globals()``, ``setattr``,
-    ``exec``...). For these, the last top-level binding is not what the kernel calls."""
+    ``exec``...): for these, the last top-level binding is not what the kernel calls. A name
+    that such a statement only imports, always from one place (``try: import cuda.tile as ct``),
+    is no doubt: the third value maps it to that import statement."""
     names: set[str] = set()
     named: set[int] = set()          # globals()["put"], setattr(m, "put", f): one name each
+    imports: dict[str, dict] = {}    # name -> {where it is imported from: the statement}
     dynamic = False
     for node in tree.body:
         top = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
@@ -223,14 +227,36 @@ def _rebound_names(tree: ast.Module) -> tuple[frozenset[str], bool]:
             elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and \
                     n.func.id in _DYNAMIC and id(n) not in named:
                 dynamic = True
-            elif not top and isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            elif isinstance(n, (ast.Import, ast.ImportFrom)) and (not top or n is node):
+                for a in n.names:
+                    origin = (getattr(n, "module", None), a.name, a.asname)
+                    imports.setdefault((a.asname or a.name).split(".")[0], {})[origin] = n
+            elif not top and isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and \
+                    not _none_fallback(n, node):
                 names.add(n.id)
             elif not top and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
                                             ast.ClassDef)):
                 names.add(n.name)
-            elif not top and isinstance(n, (ast.Import, ast.ImportFrom)):
-                names.update((a.asname or a.name).split(".")[0] for a in n.names)
-    return frozenset(names), dynamic
+    top_level = {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                 for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                 if isinstance(t, ast.Name)} | \
+        {node.name for node in tree.body
+         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    nested: dict = {}
+    for name, origins in imports.items():
+        if len(origins) > 1 or name in top_level:
+            names.add(name)              # imported from two places, or bound otherwise too
+        elif name not in names:
+            nested[name] = next(iter(origins.values()))
+    return frozenset(names), dynamic, nested
+
+
+def _none_fallback(target: ast.Name, stmt: ast.AST) -> bool:
+    """``except ImportError: ct = None``: a name set to None where an import failed. Nothing can
+    be called through None, so it cannot make a kernel run other code than the import's."""
+    return any(isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and
+               n.value.value is None and any(t is target for t in n.targets)
+               for n in ast.walk(stmt))
 
 
 def _literal_key(n: ast.AST) -> tuple[ast.Call, str] | None:
