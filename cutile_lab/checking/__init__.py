@@ -33,13 +33,14 @@ device.
 Why the launch rules matter for speed as well as safety: the compile driver declares every array
 parameter of a kernel non-aliasing (``alias_groups=()``; a plain cuTile kernel's too, whose
 launches ``check_plain_launch`` checks for overlap with every array the kernel may write), which
-lets the compiler keep loaded tiles in registers and reorder loads and stores freely. That promise is only sound
-because ``check_launch`` refuses, before every launch, any pair of arguments whose memory
-overlaps where one of them is written (a ``Mut`` output against a shared input, or two outputs),
-views and slices included, and because the runtime's ownership registry refuses host access to,
-or another launch of, memory that in-flight work is writing (worded by ``borrows.use_diagnostic``). Kernel-level passes make sure a tile kernel
-writes only its own tile of each output; the launch rules make sure those tiles are disjoint
-from everything else the launch touches.
+lets the compiler keep loaded tiles in registers and reorder loads and stores freely. That promise
+is only sound because ``check_launch`` refuses, before every launch, any pair of arguments whose
+memory overlaps where one of them is written (a ``Mut`` output against a shared input, or two
+outputs), views and slices included, and because the runtime's ownership registry refuses host
+access to, or another launch of, memory that in-flight work is writing (worded by
+``borrows.use_diagnostic``). Kernel-level passes make sure a tile kernel writes only its own tile
+of each output; the launch rules make sure those tiles are disjoint from everything else the launch
+touches.
 """
 from __future__ import annotations
 

@@ -326,8 +326,9 @@ class KernelContext:
         reports."""
         base = node.value.id if isinstance(node.value, ast.Name) else None
         parent = self.parents.get(id(node))
-        return isinstance(parent, ast.Call) and parent.func is node and base in self.modules and base not in self.locals and base not in self.params \
-            and not self.modules[base].startswith(("cuda.tile", "cutile_lab", "cuda"))
+        return isinstance(parent, ast.Call) and parent.func is node and \
+            base in self.modules and base not in self.locals and base not in self.params and \
+            not self.modules[base].startswith(("cuda.tile", "cutile_lab", "cuda"))
 
     def at(self, info) -> ast.AST:
         """Where a diagnostic about a call goes: the call itself in the kernel, or the

@@ -157,9 +157,9 @@ def possible_races(ctx: KernelContext) -> Iterator[Diagnostic]:
 def _unidentified(ctx: KernelContext, info: CallInfo) -> bool:
     """A call whose callee the typing pass cannot tell (``getattr(ct, "store")(...)``,
     ``ct.__dict__["store"](...)``, a method of a class or of a module the checker does not read),
-    or a writing method of a value it cannot tie to one array (raw memory, a tiled view). A method of a local value
-    whose type it could not work out (``y.astype``, with ``y`` computed from an untyped scalar) is
-    a tile's."""
+    or a writing method of a value it cannot tie to one array (raw memory, a tiled view). A
+    method of a local value whose type it could not work out (``y.astype``, with ``y`` computed
+    from an untyped scalar) is a tile's."""
     if info.kind == "unknown":
         return True
     if info.kind != "method" or isinstance(info.recv, (TensorV, TileV, RawMemV)):

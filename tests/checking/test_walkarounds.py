@@ -9,6 +9,21 @@ from cutile_lab.checking import check_source
 
 H = 'def k(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):\n'
 
+# a helper that stores the own tile, and one that stores at a raw index: which one does `put` run?
+PUT_OR_RAW = '''\
+import cuda.tile as ct
+
+
+def put(d, t):
+    d.store(t)
+
+
+def other(d, t):
+    ct.store(d, (0,), t)
+
+
+'''
+
 CAUGHT = {
     "a tile twice the own tile's size": (["TL016"], H + '''\
     t = load_tile(x, (tile_id(0),), (B * 2,))
@@ -168,18 +183,7 @@ if True:
 ''' + H + '''\
     put(z, load_tile_like(x, z))
 '''),
-    "a helper rebound by a global statement in a function": (["TL013", "TL038"], '''\
-import cuda.tile as ct
-
-
-def put(d, t):
-    d.store(t)
-
-
-def other(d, t):
-    ct.store(d, (0,), t)
-
-
+    "a helper rebound by a global statement in a function": (["TL013", "TL038"], PUT_OR_RAW + '''\
 def swap():
     global put
     put = other
@@ -191,18 +195,7 @@ swap()
 ''' + H + '''\
     put(z, load_tile_like(x, z))
 '''),
-    "a helper rebound through globals()": (["TL013", "TL038"], '''\
-import cuda.tile as ct
-
-
-def put(d, t):
-    d.store(t)
-
-
-def other(d, t):
-    ct.store(d, (0,), t)
-
-
+    "a helper rebound through globals()": (["TL013", "TL038"], PUT_OR_RAW + '''\
 globals()["put"] = other
 
 
