@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 from cutile_lab import lang
 from cutile_lab.checking import check_source
 from cutile_lab.checking.launch_rules import (ArgDesc, BorrowState, check_launch,
-                                              check_plain_launch, padded_reads)
+                                              check_plain_launch, check_tile_grid,
+                                              padded_reads)
 from cutile_lab.checking.read_only import read_only_parameters
 from cutile_lab.diagnostics import CODES, Diagnostic, Span, render_text
 from cutile_lab.errors import KernelDiagnosticsError
@@ -213,6 +214,12 @@ class SimKernel:
                                        grid=tuple(grid) if grid is not None else None)
         else:
             diags = check_launch(self.kdef, descs, site, host.borrows)
+            part = next((v for v in list(args) + list(kwargs.values())
+                         if isinstance(v, SimPartition)), None)
+            if grid is not None and not any(d.is_error for d in diags):
+                tiles = None if part is None else tuple(
+                    -(-n // t) for n, t in zip(part.tensor.shape, part.tile))
+                diags = diags + check_tile_grid(self.kdef, tuple(grid), tiles, site)
         if not plain and not any(d.is_error for d in diags):
             diags = diags + padded_reads(self.kdef, descs, site)
         host.diagnostics.extend(diags)

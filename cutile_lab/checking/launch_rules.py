@@ -26,7 +26,8 @@ from cutile_lab.checking.launch_report import LaunchReporter
 from cutile_lab.diagnostics import Diagnostic, Label, Span
 from cutile_lab.language.frontend import KernelDef
 
-__all__ = ["ArgDesc", "BorrowState", "check_launch", "check_plain_launch", "argument_problems",
+__all__ = ["ArgDesc", "BorrowState", "check_launch", "check_plain_launch", "check_tile_grid",
+           "argument_problems",
            "alias_problems",
            "borrow_problems", "padded_reads", "views_overlap"]
 
@@ -102,6 +103,40 @@ def check_plain_launch(kdef: KernelDef, args: Sequence[ArgDesc], call_site: Span
         return []
     by_name = {a.name: a for a in args}
     return LaunchReporter(kdef, call_site, source_lookup, by_name, {}).report(problems)
+
+
+def check_tile_grid(kdef: KernelDef, given: Sequence[int], partitions: Sequence[int] | None,
+                    call_site: Span | None = None, *, persistent: bool = False,
+                    globals_: Mapping | None = None) -> list[Diagnostic]:
+    """TL122: a tile kernel launched with an explicit ``grid=`` other than its partitions' (one
+    instance per tile; for a persistent schedule, any number of instances along one axis), while
+    its own-tile stores are checked code: instances that differ only along an extra axis store
+    the same tile, and tiles no instance reaches are never written. A kernel whose every write
+    is in ``with unsafe():`` chooses its grid itself (the puzzles' split-K over a third axis)."""
+    def trimmed(g):
+        g = list(g)
+        while len(g) > 1 and g[-1] == 1:
+            g.pop()
+        return tuple(g)
+    if persistent:
+        if all(n == 1 for n in tuple(given)[1:]):
+            return []
+    elif partitions is not None and trimmed(given) == trimmed(partitions):
+        return []
+    from cutile_lab.checking import context
+    ctx = context.KernelContext(kdef, globals_)
+    if not any(not info.in_unsafe for info, _ in context.own_store_calls(ctx)):
+        return []
+    want = "one axis (any number of instances)" if persistent else \
+        f"{tuple(partitions)}, one instance per tile of the outputs' partitions"
+    return [Diagnostic(
+        "TL122", "error", f"`{kdef.name}` is launched with grid={tuple(given)}, but its grid is "
+                          f"{want}", call_site,
+        help="leave out `grid=`: a tile kernel's grid comes from the partitions of its `Mut` "
+             "outputs (choose the tile shape to change it)",
+        notes=("each instance stores its own tile (`z.store(t)`): instances that differ only "
+               "along another axis would store the same tile, and tiles no instance reaches "
+               "would keep whatever the memory held",))]
 
 
 def _named_arguments(plan: _Plan, args: Sequence[ArgDesc], problems: list) -> dict[str, ArgDesc]:

@@ -269,3 +269,11 @@ x = tensor((1024,), f32)
 z = tensor((1024,), f32)
 double(z, x, 128, grid=(8, 2))
 ''')
+launch("tile_grid_other_than_partition", "TL122", 5, 1, DOUBLE, '''
+x = tensor((4096,), f32)
+double(tensor((4096,), f32).partition((128,)), x, grid=(32, 2))
+''')
+launch("tile_grid_as_partition", None, 0, 0, DOUBLE, '''
+x = tensor((4096,), f32)
+double(tensor((4096,), f32).partition((128,)), x, grid=(32, 1))
+''')

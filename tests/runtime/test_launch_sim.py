@@ -499,3 +499,27 @@ def test_plain_cutile_launch_on_a_grid_axis_the_kernel_never_reads_is_a_warning(
     with warnings.catch_warnings():
         warnings.simplefilter("error", LaunchWarning)
         ks["ct_add"](z, x, x, 128, grid=(2, 1)).sync()      # one block along axis 1: fine
+
+
+def test_tile_kernel_with_a_grid_other_than_its_partitions_is_refused(rng):
+    """A tile kernel's grid is one instance per tile of its partition: grid=(2, 2) would make
+    two instances store each tile, grid=(1,) would leave half the tiles unwritten (TL122). The
+    partition's own grid, written out, is fine; so is any grid for a kernel whose every write is
+    unchecked (inside `with unsafe():`)."""
+    a = rng.standard_normal(256).astype(np.float32)
+    x = cl.from_numpy(a).sync()
+    z = cl.zeros(256).sync()
+    for grid in [(2, 2), (1,), (4,)]:
+        with pytest.raises(OwnershipError) as e:
+            K.vadd(z.partition_mut(128), x, x, grid=grid).sync()
+        assert codes(e) == ["TL122"]
+    assert (z.to_numpy() == 0).all()
+    K.vadd(z.partition_mut(128), x, x, grid=(2, 1)).sync()
+    np.testing.assert_array_equal(z.to_numpy(), 2 * a)
+    src = ('def halves(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):\n'
+           '    with unsafe():\n'
+           '        store(z, index=(tile_id(0),), tile=load_tile_like(x, z) + 1.0)\n')
+    halves = cl.kernels_from_source(src, "<halves>")["halves"]
+    out = cl.zeros(256).sync()
+    halves(out.partition_mut(128), x, grid=(2,)).sync()
+    np.testing.assert_array_equal(out.to_numpy(), a + 1)

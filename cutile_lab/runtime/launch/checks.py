@@ -18,10 +18,11 @@ written, their names).
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 
 from cutile_lab.checking.launch_rules import (ArgDesc, check_launch, check_plain_launch,
-                                             padded_reads)
+                                             check_tile_grid, padded_reads)
 from cutile_lab.checking.read_only import read_only_parameters
 from cutile_lab.diagnostics import Diagnostic, Span
 from cutile_lab.errors import LaunchWarning
@@ -150,6 +151,21 @@ def launch_rules(info, values, where: Span | None, consts, grid=None,
     return diags
 
 
+def tile_grid(info, op, values) -> list[Diagnostic]:
+    """TL122 for a tile kernel launched with an explicit ``grid=`` (the rule is the checker's
+    ``check_tile_grid``; the partitions' grid is the one ``grid_of`` would give)."""
+    from cutile_lab.compiling.lowering import is_persistent, tile_order
+    part = next((v for v in (values.get(n) for n in info.names) if isinstance(v, Partition)),
+                None)
+    partitions = None
+    if part is not None:
+        partitions = (math.prod(part.grid),) if tile_order(info.kdef) is not None \
+            else tuple(part.grid)
+    return check_tile_grid(info.kdef, op.grid, partitions, op.where,
+                           persistent=is_persistent(info.kdef),
+                           globals_=getattr(op.kernel, "globals", None))
+
+
 def warn(diags) -> None:
     """Warning diagnostics of a launch that goes ahead, as ``LaunchWarning``s at its line
     (once per new argument layout: a repeated launch reuses its checked entry)."""
@@ -162,4 +178,4 @@ def warn(diags) -> None:
 
 
 __all__ = ["raise_moved", "check_in_flight", "borrows_of", "is_mut", "arg_descs", "launch_rules",
-           "warn", "STATS", "MEASURE"]
+           "tile_grid", "warn", "STATS", "MEASURE"]

@@ -17,7 +17,7 @@ import numpy as np
 
 from cutile_lab.errors import LaunchError
 from cutile_lab.runtime.launch.binding import bind_consts, grid_of
-from cutile_lab.runtime.launch.checks import is_mut, launch_rules, warn
+from cutile_lab.runtime.launch.checks import is_mut, launch_rules, tile_grid, warn
 from cutile_lab.runtime.ownership import OwnershipError
 from cutile_lab.runtime.partition import Partition
 from cutile_lab.runtime.tensor import Tensor
@@ -94,6 +94,11 @@ def prepare_entry(op, values: dict, ctx, key) -> LaunchEntry:
     warn(diags)
     consts = bind_consts(info, op.explicit_consts, values)
     grid = op.grid or grid_of(values, info)
+    if op.grid is not None and info.kdef.kind == "tile":
+        bad = tile_grid(info, op, values)
+        if bad:
+            op.diagnostics = bad
+            raise OwnershipError(bad)
     if grid is None:
         raise LaunchError(
             f"cannot infer the grid of `{op.label}`: no argument is a partition",
