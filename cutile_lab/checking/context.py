@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import builtins
 import linecache
-from typing import Iterable, Iterator, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 from cutile_lab.diagnostics import CODES, Diagnostic, Label, Span
 from cutile_lab.language import surface
@@ -369,6 +369,16 @@ class KernelContext:
             else:
                 what = f"`{p.name}` is declared here"
         return Label(p.span, what)
+
+
+def rule_registry() -> tuple[list, Callable]:
+    """A pass's list of rules, and the decorator that adds a rule to it (in source order)."""
+    rules: list = []
+
+    def rule(fn: Callable) -> Callable:
+        rules.append(fn)
+        return fn
+    return rules, rule
 
 
 def outermost_calls(infos: list) -> list:

@@ -17,21 +17,15 @@ its calls, and reported at the kernel's call of the helper, with a label at the 
 from __future__ import annotations
 
 import ast
-from typing import Callable, Iterable, Iterator
+from typing import Iterator
 
-from cutile_lab.checking.context import (KernelContext, dtype_name, first_output, n_, short,
-                                         tile_shape_text)
+from cutile_lab.checking.context import (KernelContext, dtype_name, first_output, n_,
+                                         rule_registry, short, tile_shape_text)
 from cutile_lab.checking.tiletypes import TileV
 from cutile_lab.checking.typecheck_values import CallInfo
 from cutile_lab.diagnostics import Diagnostic
 
-Rule = Callable[[KernelContext], Iterable[Diagnostic]]
-RULES: list[Rule] = []
-
-
-def rule(fn: Rule) -> Rule:
-    RULES.append(fn)
-    return fn
+RULES, rule = rule_registry()
 
 
 class _Load:
