@@ -135,6 +135,12 @@ class SimTensor:
         return SimTensor(self.host, ptr, shape, strides, self.dtype, self.host.new_id(),
                          self.host.site(1))
 
+    def as_strided(self, shape, strides) -> "SimTensor":
+        """A view of the same memory with the given shape and element strides (as NumPy's
+        ``as_strided`` or PyTorch's, reached through DLPack)."""
+        return SimTensor(self.host, self.ptr, tuple(shape), tuple(strides), self.dtype,
+                         self.host.new_id(), self.host.site(1))
+
     @property
     def T(self) -> "SimTensor":
         return SimTensor(self.host, self.ptr, self.shape[::-1], self.strides[::-1], self.dtype,

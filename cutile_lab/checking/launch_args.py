@@ -1,6 +1,7 @@
 """Launch arguments described without any device API (``ArgDesc``: a view's address, shape,
 strides and element size, the tensor that owns it, its partition tile), and the byte geometry of
-such views: which bytes a view spans and whether two views share a byte.
+such views: which bytes a view spans, whether two views share a byte, and whether two elements
+of one view do (``overlaps_itself``).
 
 The runtime builds these descriptions; ``launch_rules`` and ``cuda_launch`` check them.
 """
@@ -121,6 +122,48 @@ def views_overlap(a: ArgDesc, b: ArgDesc, budget: int = 4000) -> bool:
 
     try:
         return search(0, target_lo, target_hi)
+    except _Budget:
+        return True
+
+
+def overlaps_itself(a: ArgDesc, budget: int = 4000) -> bool:
+    """Whether two different elements of view ``a`` share a byte (a stride of 0 along an axis of
+    more than one element, ``as_strided`` rows that run into each other). Ordinary views
+    (slices, steps, transposes) pass the quick test: sorted by stride, each axis steps past all
+    the smaller ones. Otherwise the question is whether some non-zero index difference ``d``
+    (``|d_k| < shape_k``) has ``Σ d_k·stride_k = 0``, searched exactly within ``budget`` steps;
+    past it the answer is "overlaps", the safe side."""
+    if len(a.strides) < len(a.shape) or any(n <= 0 for n in a.shape):
+        return False
+    dims = sorted(((abs(st), n) for n, st in zip(a.shape, a.strides) if n > 1),
+                  key=lambda t: t[0])
+    if any(st == 0 for st, _ in dims):
+        return True
+    reach = 0                  # the largest offset, in elements, of the smaller-stride axes
+    for st, n in dims:
+        if st <= reach:
+            break
+        reach += (n - 1) * st
+    else:
+        return False
+    steps = [0]
+
+    def search(k: int, total: int, nonzero: bool) -> bool:
+        steps[0] += 1
+        if steps[0] > budget:
+            raise _Budget
+        if k == len(dims):
+            return nonzero and total == 0
+        st, n = dims[k]
+        rest = sum((m - 1) * s for s, m in dims[k + 1:])
+        for d in range(-(n - 1), n):
+            t = total + d * st
+            if abs(t) <= rest and search(k + 1, t, nonzero or d != 0):
+                return True
+        return False
+
+    try:
+        return search(0, 0, False)
     except _Budget:
         return True
 

@@ -286,6 +286,17 @@ class LaunchReporter:
             notes = notes + (detail,)
         return self.diag(code, msg, labels, help=help, notes=notes)
 
+    def _self_alias(self, a: ArgDesc):
+        return self.diag(
+            "TL123", f"the output `{a.name}` is a view whose elements overlap in memory (shape "
+                     f"{_fmt_tuple(a.shape)}, strides {_fmt_tuple(a.strides)} elements)",
+            self.arg_label(a, f"written as `{a.name}`", True),
+            help=f"pass a tensor whose elements are distinct memory as `{a.name}` (a new "
+                 "tensor, e.g. `cl.empty(shape)`), not a broadcast or `as_strided` view of one",
+            notes=("two tiles of the output would write the same bytes at the same time, and "
+                   "the kernel is compiled on the promise that an array's elements do not "
+                   "overlap",))
+
     def _grid_axis(self, axis: int, blocks: int):
         name = self.kdef.name
         return self.diag(

@@ -21,7 +21,7 @@ import ast
 from typing import Callable, Mapping, Sequence
 
 from cutile_lab.checking.borrows import BorrowState, BorrowView, use_diagnostic
-from cutile_lab.checking.launch_args import ArgDesc, dtype_name, views_overlap
+from cutile_lab.checking.launch_args import ArgDesc, dtype_name, overlaps_itself, views_overlap
 from cutile_lab.checking.launch_report import LaunchReporter
 from cutile_lab.diagnostics import Diagnostic, Label, Span
 from cutile_lab.language.frontend import KernelDef
@@ -243,8 +243,9 @@ def _grid_problems(p, a: ArgDesc, grids, problems: list):
 
 def alias_problems(arrays: Sequence[ArgDesc]) -> list[tuple]:
     """("alias", a, b) for each pair of array arguments where some byte an output writes is
-    also reachable through the other."""
-    problems = []
+    also reachable through the other; ("self_alias", a) for an output two of whose elements
+    share a byte (its tiles would write each other's memory)."""
+    problems = [("self_alias", a) for a in arrays if a.role == "mut" and overlaps_itself(a)]
     n = len(arrays)
     if n > 1:
         ext = [a.extent() for a in arrays]

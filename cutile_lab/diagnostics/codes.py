@@ -100,6 +100,7 @@ _TABLE: list[tuple[str, Severity, str]] = [
     ("TL121", "warning", "a plain cuTile kernel launched with several blocks along a grid axis "
                          "it never reads"),
     ("TL122", "error", "a tile kernel launched with a `grid=` other than its partitions' grid"),
+    ("TL123", "error", "an output is a view whose elements overlap in memory"),
     # library calls (cutile_lab.kernels): the host function's arguments, before any launch
     ("TL150", "error", "a library function's argument is not a tensor of numbers"),
     ("TL151", "error", "a library function's argument has a rank the function does not take"),

@@ -277,3 +277,13 @@ launch("tile_grid_as_partition", None, 0, 0, DOUBLE, '''
 x = tensor((4096,), f32)
 double(tensor((4096,), f32).partition((128,)), x, grid=(32, 1))
 ''')
+launch("output_rows_overlap", "TL123", 6, 1, ADD2D, '''
+x = tensor((4, 256), f32)
+buf = tensor((1024,), f32)
+add2(buf.as_strided((4, 256), (16, 1)).partition((1, 256)), x, x)
+''')
+launch("output_rows_apart", None, 0, 0, ADD2D, '''
+x = tensor((4, 256), f32)
+buf = tensor((1024,), f32)
+add2(buf.as_strided((4, 256), (256, 1)).partition((1, 256)), x, x)
+''')

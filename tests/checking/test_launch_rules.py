@@ -292,3 +292,19 @@ def test_launch_rules_ask_any_borrow_view():
     diags = check_launch(ADD, _good_args(), Span("p.py", 9, 0), View())
     assert [d.code for d in diags] == ["TL104"]
     assert "`writer`" in diags[0].message and diags[0].labels[0].span == launched
+
+
+def test_overlaps_itself_is_exact_on_small_views():
+    """A view two of whose elements share a byte, against a brute-force walk of every index, on
+    fresh random shapes and strides (zero and negative strides included)."""
+    import itertools
+    import random
+    from cutile_lab.checking.launch_args import overlaps_itself
+    rng = random.Random()
+    for _ in range(500):
+        shape = tuple(rng.randint(1, 5) for _ in range(rng.randint(1, 3)))
+        strides = tuple(rng.choice([0, 1, 2, 3, 4, 5, 8, 12, 16, -1, -3]) for _ in shape)
+        offsets = [sum(i * s for i, s in zip(idx, strides))
+                   for idx in itertools.product(*[range(n) for n in shape])]
+        want = len(set(offsets)) < len(offsets)
+        assert overlaps_itself(_arr("z", "mut", BASE, shape, strides)) == want, (shape, strides)

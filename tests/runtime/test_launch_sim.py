@@ -523,3 +523,20 @@ def test_tile_kernel_with_a_grid_other_than_its_partitions_is_refused(rng):
     out = cl.zeros(256).sync()
     halves(out.partition_mut(128), x, grid=(2,)).sync()
     np.testing.assert_array_equal(out.to_numpy(), a + 1)
+
+
+def test_an_output_whose_elements_overlap_is_refused(rng):
+    """An `as_strided` view whose rows run into each other, reached through the array
+    interface, as a `Mut` output: its tiles would write each other's bytes (TL123); the same
+    memory with rows apart is fine."""
+    buf = np.zeros(4 * 256, np.float32)
+    a = rng.standard_normal((4, 256)).astype(np.float32)
+    x = cl.from_numpy(a).sync()
+    rows_overlap = np.lib.stride_tricks.as_strided(buf, (4, 256), (16 * 4, 4))
+    with pytest.raises(OwnershipError) as e:
+        K.add2d(cl.asarray(rows_overlap).partition_mut((1, 256)), x, x).sync()
+    assert codes(e) == ["TL123"]
+    assert (buf == 0).all()
+    out = cl.asarray(buf.reshape(4, 256))
+    K.add2d(out.partition_mut((1, 256)), x, x).sync()
+    np.testing.assert_array_equal(out.to_numpy(), 2 * a)
