@@ -182,3 +182,65 @@ def test_device_allocation_fills_every_field_of_its_storage(rng):
         ref = DeviceStorage(st.owner.handle, n, st.owner, Device.device_id)
         for field in ("ptr", "nbytes", "owner", "moves", "device_id", "ready", "foreign"):
             assert getattr(st, field) == getattr(ref, field), field
+
+
+CT_ADD_INPLACE = (
+    "import cuda.tile as ct\n"
+    "@ct.kernel\n"
+    "def ct_acc(z, x, w, B: ct.Constant[int]):\n"
+    "    tx = ct.load(x, index=(ct.bid(0),), shape=(B,), padding_mode=ct.PaddingMode.ZERO)\n"
+    "    tz = ct.load(z, index=(ct.bid(0),), shape=(B,), padding_mode=ct.PaddingMode.ZERO)\n"
+    "    ct.store(z, index=(ct.bid(0),), tile=tx + tz)\n"
+    "    ct.store(w, index=(ct.bid(0),), tile=tx)\n")
+
+
+def test_the_start_record_borrows_what_the_entry_says(rng):
+    """A new start record's borrows are made in the same pass as its layout key: each is the
+    ``Borrow`` that ``checks.borrows_of`` makes from the layout's entry (its written arrays),
+    for tile kernels (partitions moved or borrowed, shared tensors, a view, an empty tensor)
+    and for a plain cuTile kernel whose tensors are written unless proven read-only."""
+    from cutile_lab.runtime.launch.checks import borrows_of
+    n = int(rng.integers(300, 900))
+    x, y = upload(rng, n), upload(rng, n)
+    z, w = cl.zeros(n).sync(), cl.zeros(n).sync()
+    ct_acc = cl.kernels_from_source(CT_ADD_INPLACE, "<ct_acc>")["ct_acc"]
+    ops = [K.vadd(z.partition_mut(128), x, y), K.vadd(cl.zeros(n).sync().partition(64), x, y),
+           K.vadd(cl.zeros(n - 8).sync().partition_mut(128), x[1:n - 7], y[3:n - 5]),
+           K.saxpy(w.partition_mut(256), x, y, 2.0),
+           K.vadd(cl.zeros(0).sync().partition_mut(128), x[:0], y[:0]),
+           ct_acc(z, x, w, 128, grid=(-(-n // 128),))]
+    for op in ops:
+        op.sync()
+        s = op._reuse
+        assert s is not None and s.entry is not None
+        expect = borrows_of(s.entry, s.values)
+        assert [tuple(b) for b in s.borrows] == [tuple(b) for b in expect], op.label
+        assert all(type(b) is type(e) for b, e in zip(s.borrows, expect))
+    # the plain cuTile kernel: `z` and `w` are written, `x` is only read
+    assert [(b.param, b.mut) for b in ops[-1]._reuse.borrows] == \
+        [("z", True), ("x", False), ("w", True)]
+    np.testing.assert_allclose(w.to_numpy(), x.to_numpy(), rtol=1e-6)
+
+
+def test_a_new_start_record_checks_moves_as_it_is_made(rng):
+    """The move checks of a new start record run in the pass that makes it: a moved tensor, a
+    used-up partition and a view that a move ended are each refused (TL102) on a first start,
+    with the layout's entry cached and without it."""
+    n = 256
+    x, y = upload(rng, n), upload(rng, n)
+    K.vadd(cl.zeros(n).sync().partition_mut(128), x, y).sync()     # the layout's entry cached
+    for cached in (True, False):
+        m = n if cached else n + 128
+        a, b = upload(rng, m), upload(rng, m)
+        view = a[:]
+        a.partition(128)                                   # `a` moves; `view` ends with it
+        p = cl.zeros(m).sync().partition_mut(128)
+        p.release()                                        # the borrow ends: `p` is used up
+        for args in ((cl.zeros(m).sync().partition_mut(128), a, b),
+                     (cl.zeros(m).sync().partition_mut(128), view, b),
+                     (p, b, b)):
+            op = K.vadd(*args)
+            with pytest.raises(OwnershipError) as e:
+                op.sync()
+            assert codes(e) == ["TL102"], cached
+            assert op._reuse is None

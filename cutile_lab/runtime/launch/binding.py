@@ -30,7 +30,7 @@ class KernelInfo:
     """What a launch needs to know about a kernel, computed once per kernel."""
 
     __slots__ = ("kdef", "name", "names", "consts", "generics", "checked", "plans", "roles",
-                 "entries", "recent", "bindings")
+                 "entries", "recent", "bindings", "tensor_mut")
 
     def __init__(self, kernel):
         kdef = kernel.definition
@@ -51,6 +51,9 @@ class KernelInfo:
         # a new op of the very same argument objects reuses it (it lives while an op or
         # in-flight work holds it)
         self.recent = None
+        # parameter name -> whether a tensor (not a partition) passed as it is written: what
+        # ``checks.is_mut`` says, asked once per kernel (``checks.tensor_mut``)
+        self.tensor_mut = None
 
 
 def kernel_info(kernel) -> KernelInfo:

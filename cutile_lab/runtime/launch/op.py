@@ -12,10 +12,10 @@ order:
 1. the arguments resolved (DeviceOps enqueued first on the same stream, foreign arrays wrapped);
 2. their ``ReusableStart``: the op's own when these are the objects of its last start (or of the
    kernel's latest start, ``launch_op``), else a new one keyed by their layout (``_start_of``);
-3. the move checks (TL102) over its objects, on every start;
+3. the move checks (TL102) over its objects, on every start (a new record's while it is made);
 4. the entry of the layout (``KernelInfo.entries``: a dict hit when it was seen, else
    ``plan.prepare_entry``: launch rules, consts, grid, the loaded kernel, the packing template)
-   and the byte ranges the launch borrows (``checks.borrows_of``, once per start record);
+   and the byte ranges the launch borrows (made with the start record, in the same pass);
 5. those borrows published in the flight and checked against work in flight on other streams
    (TL104 / TL105), both under the ownership registry's lock;
 6. the launch, through the backend's one call (``Backend.launch``: the simulator, or the GPU's
@@ -43,7 +43,7 @@ from cutile_lab.runtime.dtypes import as_dtype
 from cutile_lab.runtime.launch import checks
 from cutile_lab.runtime.launch.binding import (SCALARS, as_arg, backend_of,
                                                bind_arguments, kernel_info, normalize_grid)
-from cutile_lab.runtime.launch.checks import MEASURE, STATS, borrows_of
+from cutile_lab.runtime.launch.checks import MEASURE, STATS, as_borrow, tensor_mut
 from cutile_lab.runtime.launch.packing import launch_core
 from cutile_lab.runtime.launch.plan import align, prepare_entry
 from cutile_lab.runtime.ops import DeviceOp, ExecContext, Pending, _start, as_core_stream
@@ -215,16 +215,15 @@ class LaunchOp(DeviceOp):
             t0 = time.perf_counter()
         s = self._reuse
         if s is None or s.values is not values or s.backend is not ctx.backend:
-            s = self._start_of(values, returned, ctx)
-        for o in s.objects:
-            if o.moved is not None or (type(o) is Tensor and o.storage.moves is not None
-                                       and o.dead_view() is not None):
-                checks.raise_moved(self.label, values, self.where)
+            s = self._start_of(values, returned, ctx)       # its moves checked on the way
+        else:
+            for o in s.objects:
+                if o.moved is not None or (type(o) is Tensor and o.storage.moves is not None
+                                           and o.dead_view() is not None):
+                    checks.raise_moved(self.label, values, self.where)
         entry = s.entry
         if entry is None:
             entry = s.entry = prepare_entry(self, values, ctx, s.key)
-        if s.borrows is None:
-            s.borrows = borrows_of(entry, values)
         if self._entry is not entry:
             self._entry = entry
             self.diagnostics = entry.diagnostics
@@ -266,16 +265,27 @@ class LaunchOp(DeviceOp):
         return values, returned
 
     def _start_of(self, values, returned, ctx) -> ReusableStart:
-        """A new ReusableStart of ``values``: the entry cache's key of their layout (the entry
-        itself when the layout was seen) and their tensors and partitions."""
+        """A new ReusableStart of ``values``, in one pass over the arguments: the entry cache's
+        key of their layout (the entry itself when the layout was seen), their tensors and
+        partitions — each checked for a move (TL102) or a dead view on the way — and the byte
+        ranges the launch borrows (what ``checks.borrows_of`` makes from the entry: a borrowing
+        partition borrows the tensor it lends; a partition is written, a tensor as
+        ``checks.tensor_mut`` says)."""
         info = self.info
+        muts = info.tensor_mut
+        if muts is None:
+            muts = tensor_mut(info)
         parts = []
         objects = []
+        borrows = []
         for name in info.names:
             v = values.get(name)
             cls = type(v)
             if cls is Partition:
                 t = v.tensor
+                if v.moved is not None or t.moved is not None or (
+                        t.storage.moves is not None and t.dead_view() is not None):
+                    checks.raise_moved(self.label, values, self.where)
                 if name == self._fresh:
                     # memory allocated for this launch aliases nothing: what the entry depends
                     # on is its layout (alignment included), not where it is
@@ -284,14 +294,26 @@ class LaunchOp(DeviceOp):
                     parts.append((t.key, v.tile_shape))
                 objects.append(v)
                 objects.append(t)
+                if v._source is not None:
+                    t = v._source
+                lo, hi = t.range
+                if hi > lo:
+                    borrows.append(as_borrow((lo, hi, True, t, name)))
             elif cls is Tensor:
+                if v.moved is not None or (v.storage.moves is not None
+                                           and v.dead_view() is not None):
+                    checks.raise_moved(self.label, values, self.where)
                 parts.append(v.key)
                 objects.append(v)
+                lo, hi = v.range
+                if hi > lo:
+                    borrows.append(as_borrow((lo, hi, muts[name], v, name)))
             elif name in values:
                 parts.append((cls, v) if name in info.consts else cls)
         key = (ctx.backend, tuple(parts), self._consts_key, self.grid)
         s = ReusableStart(ctx.backend, values, key, info.entries.get(key), objects,
-                          self._result_of(returned))
+                          self._args if self._args is not None else self._result_of(returned))
+        s.borrows = borrows
         if returned is self.bound:
             self._reuse = s
             if self._args is not None:
