@@ -68,6 +68,7 @@ def kernel_info(kernel) -> KernelInfo:
 
 # a plain argument: passed as it is (tensors and partitions are tested by exact type first)
 SCALARS = (bool, int, float, np.generic)
+PLAIN_SCALARS = frozenset((bool, int, float))     # the exact types tested first
 
 
 def bind_arguments(info: KernelInfo, args, kwargs, where) -> tuple[dict, dict]:
@@ -211,4 +212,4 @@ def grid_of(values, info) -> tuple[int, ...] | None:
 
 
 __all__ = ["KernelInfo", "kernel_info", "bind_arguments", "bind_consts", "as_arg", "backend_of",
-           "normalize_grid", "pad3", "grid_of", "SCALARS"]
+           "normalize_grid", "pad3", "grid_of", "SCALARS", "PLAIN_SCALARS"]

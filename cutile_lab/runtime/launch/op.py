@@ -1,9 +1,9 @@
 """The launch op: what ``kernel(*args)`` builds, and the one path every start of it takes.
 
 Owns ``LaunchOp`` (the lazy launch; its result is the tuple of its arguments: ownership handed
-back), ``OutputLaunchOp`` (a launch into a new tensor allocated when it is enqueued: the kernel
-library's host functions), ``ReusableStart`` and the public entry points ``launch_op`` /
-``launch`` / ``launch_into``.
+back), ``ReusableStart`` and the public entry points ``launch_op`` / ``launch``. A launch into a
+new tensor allocated when it is enqueued (``OutputLaunchOp``, ``launch_into``: the kernel
+library's host functions) is a ``LaunchOp`` of ``output``.
 
 Every start — the first, a repeated one, one of a new op of the very same argument objects, one
 that joins the flight of the previous start on its stream — runs ``LaunchOp._enqueue``, in this
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import time
 import weakref
-from types import SimpleNamespace
 
 from cutile_lab.errors import LaunchError
 from cutile_lab.runtime import device as _device
@@ -38,22 +37,18 @@ from cutile_lab.runtime import ownership
 from cutile_lab.runtime import sim as _sim
 from cutile_lab.runtime.backend import GPU
 from cutile_lab.runtime.callsite import user_site
-from cutile_lab.runtime.creation import new_tensor
-from cutile_lab.runtime.dtypes import as_dtype
 from cutile_lab.runtime.launch import checks
-from cutile_lab.runtime.launch.binding import (SCALARS, as_arg, backend_of,
+from cutile_lab.runtime.launch.binding import (PLAIN_SCALARS, SCALARS, as_arg, backend_of,
                                                bind_arguments, kernel_info, normalize_grid)
 from cutile_lab.runtime.launch.checks import MEASURE, STATS, as_borrow, tensor_mut
 from cutile_lab.runtime.launch.packing import launch_core
 from cutile_lab.runtime.launch.plan import align, prepare_entry
 from cutile_lab.runtime.ops import DeviceOp, ExecContext, Pending, _start, as_core_stream
 from cutile_lab.runtime.ownership import OwnershipError
-from cutile_lab.runtime.partition import Partition, _tile_shape
-from cutile_lab.runtime.tensor import Tensor, normalize_shape
+from cutile_lab.runtime.partition import Partition
+from cutile_lab.runtime.tensor import Tensor
 
 FRESH = "new output"          # the entry key's mark of a library call's new output
-_PLAIN_SCALARS = frozenset((bool, int, float))
-_PASSED = frozenset((Tensor, Partition, bool, int, float))
 
 
 class ReusableStart:
@@ -128,7 +123,7 @@ class LaunchOp(DeviceOp):
             elif t is Partition:
                 if backend is None:
                     backend = v.tensor.storage.backend
-            elif t not in _PLAIN_SCALARS and not isinstance(v, SCALARS):
+            elif t not in PLAIN_SCALARS and not isinstance(v, SCALARS):
                 self._plain = False
                 self._args = None
                 backend = backend_of(self.bound.values())
@@ -392,87 +387,6 @@ def _short(v) -> str:
 
 # --- the public entry points ------------------------------------------------------------------
 
-# (shape, dtype, tile) as a library call gives them -> normalized (shape, DType, tile shape)
-_OUTPUTS: dict = {}
-
-
-class OutputLaunchOp(LaunchOp):
-    """A launch whose first parameter gets a new tensor, allocated when the launch is enqueued
-    (stream-ordered on the launch's stream) and moved into a partition of ``tile`` tiles; the
-    op's result is that tensor. What the kernel library's host functions build: no allocation
-    before the op, no partition object of the caller's, no ``.then`` to take the tensor back."""
-
-    _plain = False
-
-    def __init__(self, kernel, shape, dtype, tile, args, kwargs, where=None):
-        key = (shape, getattr(dtype, "name", dtype), tile)   # a DType hashes slowly
-        try:
-            out = _OUTPUTS.get(key)
-        except TypeError:             # a list for a shape: normalized every time
-            out = key = None
-        if out is None:
-            shape = normalize_shape(shape)
-            out = (shape, as_dtype(dtype),
-                   _tile_shape(SimpleNamespace(ndim=len(shape), shape=shape), tile))
-            if key is not None:
-                if len(_OUTPUTS) > 1024:
-                    _OUTPUTS.clear()
-                _OUTPUTS[key] = out
-        self._out = out
-        self.kernel = kernel
-        self.info = info = kernel_info(kernel)
-        self.label = info.name
-        self._where = where if where is not None else user_site(2)
-        names = info.names
-        self._fresh = names[0]
-        args = (None,) + tuple(args)
-        if not kwargs and not info.consts and len(args) == len(names):
-            self.bound = dict(zip(names, args))
-        else:
-            self.bound, consts = self._bind(args, kwargs)
-            if consts:
-                self.explicit_consts = consts
-                self._consts_key = tuple(sorted(consts.items()))
-        self.backend = backend_of(args[1:])
-        # inputs that need no resolving (tensors, partitions, numbers): copied as they are
-        plain = True
-        for v in args[1:]:
-            if type(v) not in _PASSED and not isinstance(v, SCALARS):
-                plain = False
-                break
-        self._inputs_plain = plain
-
-    def _resolve(self, ctx: ExecContext):
-        shape, dtype, tile = self._out
-        out = self._fresh
-        where = self._where
-        if self._inputs_plain:
-            values = self.bound.copy()
-            values[out] = Partition(new_tensor(ctx, shape, dtype, where), tile, "move", None,
-                                    where)
-            return values, values
-        values: dict = {}
-        for name, v in self.bound.items():
-            if name == out:
-                v = Partition(new_tensor(ctx, shape, dtype, self._where), tile, "move", None,
-                              self._where)
-            elif isinstance(v, DeviceOp):
-                v = as_arg(v._enqueue(ctx))
-            elif type(v) is not Tensor and not isinstance(v, SCALARS):
-                v = as_arg(v)
-            values[name] = v
-        return values, values
-
-    def _result_of(self, returned):
-        return returned[self._fresh].tensor
-
-
-def launch_into(kernel, shape, dtype, tile, *args, **kwargs) -> LaunchOp:
-    """``kernel(new.partition(tile), *args, **kwargs)`` with ``new`` a tensor of ``shape`` and
-    ``dtype`` allocated when the launch runs; the op's result is that tensor (``.sync()`` it)."""
-    return OutputLaunchOp(kernel, shape, dtype, tile, args, kwargs, user_site(2))
-
-
 def _recent_start(s: ReusableStart | None, args) -> ReusableStart | None:
     """``s`` (the kernel's latest start, while alive) if it was of the very same objects."""
     if s is not None:
@@ -531,5 +445,4 @@ def launch(kernel, *args, grid=None, **kwargs) -> LaunchOp:
     return LaunchOp(kernel, args, kwargs, grid, user_site(2))
 
 
-__all__ = ["LaunchOp", "OutputLaunchOp", "ReusableStart", "launch_op", "launch", "launch_into",
-           "set_kernel_adapter"]
+__all__ = ["LaunchOp", "ReusableStart", "launch_op", "launch", "set_kernel_adapter"]
