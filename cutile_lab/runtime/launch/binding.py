@@ -74,7 +74,7 @@ PLAIN_SCALARS = frozenset((bool, int, float))     # the exact types tested first
 def bind_arguments(info: KernelInfo, args, kwargs, where) -> tuple[dict, dict]:
     """(parameter name -> argument, const name -> value) of ``kernel(*args, **kwargs)``; a call
     that does not fit the signature raises ``OwnershipError`` with the checker's diagnostics at
-    ``where`` (the call's (file, line), made a ``Span`` only then)."""
+    ``where`` (the call's ``user_site``, made a ``Span`` only then)."""
     names = info.names
     if not kwargs and not info.consts and len(args) == len(names):
         return dict(zip(names, args)), {}
