@@ -245,6 +245,17 @@ def release_through(flight: Flight) -> None:
     if flight.backend != "gpu":
         release(flight)
         return
+    lane = _lanes.get(flight.lane)
+    try:
+        first = lane[0] if lane is not None else flight
+    except IndexError:                # emptied by another thread since
+        first = flight
+    if first is flight:
+        # the common case (a sync): nothing before it on its stream, so it is released alone.
+        # Seen without the lock: a flight joins a lane only after those in it, so one found
+        # first has nothing before it; ``release`` itself takes the lock
+        release(flight)
+        return
     _lock.acquire()
     try:
         lane = _lanes.get(flight.lane)
