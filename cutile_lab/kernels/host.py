@@ -454,7 +454,7 @@ def softmax(x, dim: int = -1, *, BR: int | None = None):
     """Softmax over dimension ``dim`` (the last by default) of a tensor of any rank, statistics
     in f32; rows of any length."""
     fn = "softmax"
-    [x] = _tensors(fn, ("x", 0, x))
+    x = _v.tensor(x, ("x", 0), fn)
     return _rowwise_call(fn, "softmax", x, dim, (), BR)
 
 
@@ -481,7 +481,7 @@ def layernorm(x, weight=None, bias=None, eps: float = 1e-5, *, BR: int | None = 
     """Layer normalisation over the last dimension of a tensor of any rank, with ``weight`` and
     ``bias`` of the row's length (``None``: ones / zeros); rows of any length."""
     fn = "layernorm"
-    [x] = _tensors(fn, ("x", 0, x))
+    x = _v.tensor(x, ("x", 0), fn)
     _v.dtype_in(fn, ("x", 0), x, _v.FLOATS)
     n = x.shape[-1] if x.ndim else 1
     w = _norm_weight(fn, ("weight", 1), weight, n, x, 1.0)
@@ -494,7 +494,7 @@ def rmsnorm(x, weight=None, eps: float = 1e-6, *, BR: int | None = None):
     """RMS normalisation over the last dimension of a tensor of any rank, with ``weight`` of the
     row's length (``None``: ones); rows of any length."""
     fn = "rmsnorm"
-    [x] = _tensors(fn, ("x", 0, x))
+    x = _v.tensor(x, ("x", 0), fn)
     _v.dtype_in(fn, ("x", 0), x, _v.FLOATS)
     n = x.shape[-1] if x.ndim else 1
     w = _norm_weight(fn, ("weight", 1), weight, n, x, 1.0)
