@@ -407,8 +407,8 @@ def launch_op(kernel, args, kwargs) -> LaunchOp:
     if not kwargs:
         info = kernel.__dict__.get("_launch_info")
         if info is not None and info.recent is not None and info.kdef is kernel.definition:
-            s = _recent_start(info.recent(), args)
-            if s is not None:
+            s = info.recent()
+            if s is not None and _recent_start(s, args) is not None:
                 return LaunchOp._of_start(kernel, info, s, args, where)
     if kwargs:
         grid = None
