@@ -15,13 +15,6 @@ from cutile_lab.runtime import OwnershipError
 RNG = np.random.default_rng()
 
 
-@pytest.fixture
-def sim():
-    cl.set_backend("sim")
-    yield
-    cl.set_backend(None)
-
-
 def upload(a):
     return cl.from_numpy(a).sync()
 

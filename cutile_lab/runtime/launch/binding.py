@@ -179,6 +179,24 @@ def backend_of(values) -> str | None:
     return None
 
 
+def plain_backend(values) -> tuple:
+    """(backend, plain) of a launch's arguments: the backend of the first tensor or partition
+    and True when every argument is a tensor, a partition or a number (passed as it is); else
+    ``backend_of(values)`` and False (some argument must be resolved when the launch starts)."""
+    backend = None
+    for v in values:
+        t = type(v)
+        if t is Tensor:
+            if backend is None:
+                backend = v.storage.backend
+        elif t is Partition:
+            if backend is None:
+                backend = v.tensor.storage.backend
+        elif t not in PLAIN_SCALARS and not isinstance(v, SCALARS):
+            return backend_of(values), False
+    return backend, True
+
+
 def normalize_grid(grid) -> tuple[int, ...]:
     if isinstance(grid, (int, np.integer)):
         grid = (grid,)
@@ -212,4 +230,4 @@ def grid_of(values, info) -> tuple[int, ...] | None:
 
 
 __all__ = ["KernelInfo", "kernel_info", "bind_arguments", "bind_consts", "as_arg", "backend_of",
-           "normalize_grid", "pad3", "grid_of", "SCALARS", "PLAIN_SCALARS"]
+           "normalize_grid", "pad3", "grid_of", "plain_backend", "SCALARS", "PLAIN_SCALARS"]

@@ -38,8 +38,8 @@ from cutile_lab.runtime import sim as _sim
 from cutile_lab.runtime.backend import GPU
 from cutile_lab.runtime.callsite import user_site
 from cutile_lab.runtime.launch import checks
-from cutile_lab.runtime.launch.binding import (PLAIN_SCALARS, SCALARS, as_arg, backend_of,
-                                               bind_arguments, kernel_info, normalize_grid)
+from cutile_lab.runtime.launch.binding import (as_arg, bind_arguments, kernel_info,
+                                               normalize_grid, plain_backend)
 from cutile_lab.runtime.launch.checks import MEASURE, STATS, as_borrow, tensor_mut
 from cutile_lab.runtime.launch.packing import launch_core
 from cutile_lab.runtime.launch.plan import align, prepare_entry
@@ -114,21 +114,10 @@ class LaunchOp(DeviceOp):
             if consts:
                 self.explicit_consts = consts
                 self._consts_key = tuple(sorted(consts.items()))
-        backend = None
-        for v in self.bound.values():
-            t = type(v)
-            if t is Tensor:
-                if backend is None:
-                    backend = v.storage.backend
-            elif t is Partition:
-                if backend is None:
-                    backend = v.tensor.storage.backend
-            elif t not in PLAIN_SCALARS and not isinstance(v, SCALARS):
-                self._plain = False
-                self._args = None
-                backend = backend_of(self.bound.values())
-                break
-        self.backend = backend
+        self.backend, plain = plain_backend(self.bound.values())
+        if not plain:
+            self._plain = False
+            self._args = None
 
     # --- binding arguments to parameters -------------------------------------------------------
     def _bind(self, args, kwargs):

@@ -14,8 +14,7 @@ from types import SimpleNamespace
 from cutile_lab.runtime.callsite import user_site
 from cutile_lab.runtime.creation import new_tensor
 from cutile_lab.runtime.dtypes import as_dtype
-from cutile_lab.runtime.launch.binding import (PLAIN_SCALARS, SCALARS, as_arg, backend_of,
-                                               kernel_info)
+from cutile_lab.runtime.launch.binding import SCALARS, as_arg, kernel_info, plain_backend
 from cutile_lab.runtime.launch.op import LaunchOp
 from cutile_lab.runtime.ops import DeviceOp, ExecContext
 from cutile_lab.runtime.partition import Partition, _tile_shape
@@ -71,22 +70,8 @@ class OutputLaunchOp(LaunchOp):
 
     def _take_inputs(self, inputs) -> None:
         """The op's backend (that of its first tensor) and whether its inputs need no resolving
-        (tensors, partitions, numbers: copied as they are), in one pass."""
-        backend = None
-        for v in inputs:
-            t = type(v)
-            if t is Tensor:
-                if backend is None:
-                    backend = v.storage.backend
-            elif t is Partition:
-                if backend is None:
-                    backend = v.tensor.storage.backend
-            elif t not in PLAIN_SCALARS and not isinstance(v, SCALARS):
-                self._inputs_plain = False
-                self.backend = backend_of(inputs)
-                return
-        self._inputs_plain = True
-        self.backend = backend
+        (tensors, partitions, numbers: copied as they are)."""
+        self.backend, self._inputs_plain = plain_backend(inputs)
 
     def _resolve(self, ctx: ExecContext):
         shape, dtype, tile = self._out
