@@ -79,8 +79,9 @@ class OutputLaunchOp(LaunchOp):
         where = self._where
         if self._inputs_plain:
             values = self.bound.copy()
-            values[out] = Partition(new_tensor(ctx, shape, dtype, where), tile, "move", None,
-                                    where)
+            # ``creation.new_tensor`` without its frame: the backend's memory for the chain
+            values[out] = Partition(ctx.backend.new_tensor(ctx, shape, dtype, where), tile,
+                                    "move", None, where)
             return values, values
         values: dict = {}
         for name, v in self.bound.items():
