@@ -136,7 +136,7 @@ class RawLaunch:
     def scalar_slots(slots) -> list:
         """[(word index, low word, high word)] of ``slots``: [(parameter index, packed value)]
         — each value's bytes (``arg_bytes``; a Python int, a pointer, as 8) as its slot's two
-        little-endian 64-bit words."""
+        64-bit words (little-endian, as every host of a CUDA device is)."""
         out = []
         for i, value in slots:
             if type(value) is int:
