@@ -278,3 +278,26 @@ def test_the_gpu_backend_launches_a_new_output_per_start_through_the_stream_conf
     answer[0] = 1                                   # the driver refuses: cuda.core's turn
     gpu.launch(op, values, s, ctx)
     assert op.refused == [s]
+
+
+def test_scalar_values_keep_their_width_on_every_call(rng):
+    """``scalar_value`` keeps the NumPy scalar type of each plain dtype: the first and every
+    later conversion give the same type and bytes as the dtype's own NumPy type; bf16, the
+    fp8 types and tf32 keep their own conversions."""
+    from cutile_lab.language.dtypes import DTYPES
+    from cutile_lab.runtime.dtypes import scalar_value
+    special = {"bf16": np.uint16, "f8e4m3": np.uint8, "f8e5m2": np.uint8, "tf32": np.float32}
+    for name, dt in DTYPES.items():
+        for _ in range(3):
+            if dt.kind == "b":
+                v = bool(rng.integers(0, 2))
+            elif dt.kind == "f":
+                v = float(rng.standard_normal())
+            else:
+                v = int(rng.integers(0, 100 if dt.kind == "u" else 50))
+            got = scalar_value(v, dt)
+            want_type = special.get(name) or np.dtype(dt.numpy).type
+            assert type(got) is want_type, name
+            if name not in special:
+                assert got.tobytes() == np.dtype(dt.numpy).type(v).tobytes(), name
+    assert scalar_value(1.0, DTYPES["bf16"]) == np.uint16(0x3F80)
