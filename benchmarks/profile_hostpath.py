@@ -9,6 +9,8 @@ Cases (the tiny cases of ``bench_userpath.py``):
 
 - ``user``:       ``add(z.partition_mut(128), x, y).sync()`` — a user's kernel, a fresh partition
 - ``user_start``: ``add(p, x, y).start(); .wait()`` of the very same objects (the reuse path)
+- ``user_cell``:  ``user`` made from line 150 of a function, as from the end of a long notebook
+  cell (the 150 lines before it are skipped at run time, but they are in its code's line table)
 - ``K.add``:      ``K.add(x, y).sync()`` — a library call, its output allocated per call
 - ``K.softmax``:  ``K.softmax(x).sync()`` on 8 rows of 1024
 - ``K.add kept``: ``K.add`` with the last 512 outputs kept alive (each call's output at a new
@@ -60,6 +62,17 @@ def stub_simulator() -> None:
     sim.run_simulated = lambda *a, **k: _NoSimResult()
 
 
+def long_cell(lines: int = 150):
+    """``cell(z, x, y, skip)``: a function whose launch comes after ``lines`` lines of code
+    (run only when ``skip`` is false), like the last line of a long notebook cell."""
+    body = "".join(f"        v{i} = {i} * 2\n" for i in range(lines))
+    src = ("def cell(z, x, y, skip):\n    if not skip:\n" + body +
+           "    return add(z.partition_mut(128), x, y).sync()\n")
+    namespace = {"add": add}
+    exec(compile(src, "<long cell>", "exec"), namespace)
+    return namespace["cell"]
+
+
 def cases() -> dict:
     n = 1024
     x = cl.from_numpy(np.random.rand(n).astype(np.float32)).sync()
@@ -75,9 +88,11 @@ def cases() -> dict:
     def user_start():
         add(p, x, y).start().wait()
     kept = collections.deque(maxlen=512)
+    cell = long_cell()
     return {
         "user": lambda: add(z.partition_mut(128), x, y).sync(),
         "user_start": user_start,
+        "user_cell": lambda: cell(z, x, y, True),
         "K.add": lambda: K.add(x, y).sync(),
         "K.softmax": lambda: K.softmax(xs).sync(),
         "K.add kept": lambda: kept.append(K.add(x, y).sync()),

@@ -13,6 +13,7 @@ Templates (``ADD``, ``SOFTMAX``, ``GEMM``, ...) live in the family modules; tile
 architecture in ``tuning``.
 """
 from cutile_lab.kernels.attention_host import attention
-from cutile_lab.kernels.host import add, gemm, layernorm, mul, rmsnorm, saxpy, softmax
+from cutile_lab.kernels.gemm_host import gemm
+from cutile_lab.kernels.host import add, layernorm, mul, rmsnorm, saxpy, softmax
 
 __all__ = ["add", "mul", "saxpy", "softmax", "layernorm", "rmsnorm", "gemm", "attention"]

@@ -10,7 +10,8 @@ They take what their PyTorch counterparts take: the row-wise functions reduce ov
 dimension (or ``dim=``) of a tensor of any rank, with rows of any length (a row longer than one
 tile goes to the chunked kernels); ``gemm`` has ``matmul``'s semantics up to 3-D; ``add``/``mul``
 broadcast. ``attention`` lives in ``attention_host`` (it uses the shared helpers here).
-Sections below: shared helpers, then one per function family.
+Sections below: shared helpers, then one per function family. ``gemm`` lives in ``gemm_host``
+and ``attention`` in ``attention_host`` (both use the shared helpers here).
 """
 from __future__ import annotations
 
@@ -21,14 +22,15 @@ import numbers
 import numpy as np
 
 from cutile_lab.kernels import elementwise as _elementwise
-from cutile_lab.kernels import matmul as _gemm
 from cutile_lab.kernels import rowwise as _rowwise
 from cutile_lab import runtime as _runtime
 from cutile_lab.kernels import validate as _v
-from cutile_lab.kernels.tuning import config, device_target, hints_text, shared_config
+from cutile_lab.kernels.tuning import device_target, hints_text, shared_config, stored
 from cutile_lab.runtime import (Tensor, asarray, backend, device_info, empty, from_numpy, full,
-                                value, zeros)
+                                value)
+from cutile_lab.runtime.callsite import user_site
 from cutile_lab.runtime.launch import launch_into
+from cutile_lab.runtime.launch.output import output_plan
 
 
 # --- shared helpers -----------------------------------------------------------------------------
@@ -55,6 +57,33 @@ def _selected(family: str, variant: str | None, key, build):
     if hit is None or hit[1] is not cfg:
         hit = _SELECTED[k] = (build(cfg), cfg)
     return hit
+
+
+# a common call's key (function, shapes, strides, dtype: everything its checks and its kernel's
+# choice depend on) -> (tuning store, device target, the OutputPlan of its launch)
+_PLANNED: dict = {}
+
+
+def _planned(key):
+    """The ``OutputPlan`` kept for the common call ``key`` (kept only once the call's checks
+    passed: ``key`` holds all they depend on), while the tuning store and the device in use are
+    those it was made with; else None. A call of a known key then pays a lookup and the op."""
+    hit = _PLANNED.get(key)
+    if hit is not None and hit[0] is stored() and hit[1] == _arch():
+        return hit[2]
+    return None
+
+
+def _launch_planned(key, kernel, shape, dtype, tile, *args, **kwargs):
+    """``launch_into(kernel, shape, dtype, tile, *args, **kwargs)`` of the common call ``key``
+    (checked), its plan kept for the next call of ``key`` (``_planned``)."""
+    plan = output_plan(kernel, shape, dtype, tile, args, kwargs)
+    if plan is None:
+        return launch_into(kernel, shape, dtype, tile, *args, **kwargs)
+    if len(_PLANNED) > 1024:
+        _PLANNED.clear()
+    _PLANNED[key] = (stored(), _arch(), plan)
+    return plan.op(args, user_site(2))
 
 
 def _sm_count() -> int:
@@ -149,10 +178,14 @@ def _binary(name: str, x, y, B: int | None):
         B = _v.tile_size(fn, "B", B)
     if _v.alike(x, y, _v.NUMERIC):
         # the common call: every check below passes (one shape, one dtype, one device)
+        plan = _planned((name, B, x.shape, x.strides, y.strides, x.dtype.name))
+        if plan is not None:
+            return plan.op((x, y), user_site(2))
         key = (x.shape, x.strides, y.strides)
         if key in _CONTIGUOUS or (x.size and x.is_contiguous and y.is_contiguous and
                                   _remember(_CONTIGUOUS, key)):
-            return _binary_launch(name, x, y, x.shape, B)
+            return _binary_launch(name, x, y, x.shape, B,
+                                  (name, B, x.shape, x.strides, y.strides, x.dtype.name))
     elif isinstance(y, numbers.Number) and not isinstance(y, bool):
         [x] = _tensors(fn, ("x", 0, x))
         _v.dtype_in(fn, ("x", 0), x, _v.NUMERIC)
@@ -171,12 +204,15 @@ def _binary(name: str, x, y, B: int | None):
     return _broadcast_launch(name, z, x, y, B)
 
 
-def _binary_launch(name: str, x, y, shape, B: int | None):
-    """``x (op) y`` of two contiguous tensors of ``shape``: one launch into a new output."""
+def _binary_launch(name: str, x, y, shape, B: int | None, key=None):
+    """``x (op) y`` of two contiguous tensors of ``shape``: one launch into a new output
+    (``key``: the common call's, whose plan is kept; ``_planned``)."""
     dt = x.dtype.name
     kernel, cfg = _selected("add", None, (name, dt), lambda cfg: _elementwise.BINARY.kernel(
         dt=dt, hints=hints_text(cfg), name=name, op=_elementwise.OPERATORS[name]))
     if len(shape) == 1:
+        if key is not None:
+            return _launch_planned(key, kernel, shape, x.dtype, B or cfg["B"], x, y)
         return launch_into(kernel, shape, x.dtype, B or cfg["B"], x, y)
     flat = (math.prod(shape),)
     return launch_into(kernel, flat, x.dtype, B or cfg["B"], x.reshape(flat),
@@ -326,6 +362,10 @@ def _rowwise_call(fn: str, family: str, x, dim, extra: tuple, BR):
     they fit, else the two launches of ``_long_rows``."""
     key = (fn, x.shape, x.strides, x.dtype.name, dim) if BR is None and type(dim) is int \
         else None
+    if key is not None:
+        plan = _planned(key)
+        if plan is not None:
+            return plan.op((x, *extra), user_site(2))
     if key is None or key not in _WHOLE_ROWS:
         _v.dtype_in(fn, ("x", 0), x, _v.FLOATS)
         d = _v.dim_index(fn, dim, x.ndim)
@@ -338,7 +378,7 @@ def _rowwise_call(fn: str, family: str, x, dim, extra: tuple, BR):
     # the common case: whole rows of a contiguous tensor, one launch into a new output
     shape, n = x.shape, x.shape[-1]
     if len(shape) == 2:
-        return _whole_rows(family, None, x, extra, BR)
+        return _whole_rows(family, None, x, extra, BR, key)
     op = _whole_rows(family, None, x.reshape((x.size // n, n)), extra, BR)
     return op.then(lambda o: o.reshape(shape))
 
@@ -358,7 +398,9 @@ def _rowwise_pieces(family: str, x, d: int, extra: tuple, BR):
     return _chain(build, result)
 
 
-def _whole_rows(family: str, out, x, extra, BR):
+def _whole_rows(family: str, out, x, extra, BR, key=None):
+    """Whole rows of ``x`` in one tile each: into ``out`` (borrowed), or a new output (``key``:
+    the common call's, whose plan is kept; ``_planned``)."""
     rows, cols = x.shape
     dt = x.dtype.name
 
@@ -368,6 +410,8 @@ def _whole_rows(family: str, out, x, extra, BR):
         return template.kernel(**_rowwise.substitutions(family, dt, cols, hints_text(cfg)))
     kernel, cfg = _selected(family, str(cols), dt, build)
     tile = (BR or cfg["BR"], _pow2(cols))
+    if out is None and key is not None:
+        return _launch_planned(key, kernel, (rows, cols), x.dtype, tile, x, *extra)
     if out is None:                    # a new output, allocated when the launch runs
         return launch_into(kernel, (rows, cols), x.dtype, tile, x, *extra)
     return kernel(out.partition_mut(tile), x, *extra)
@@ -410,7 +454,7 @@ def softmax(x, dim: int = -1, *, BR: int | None = None):
     """Softmax over dimension ``dim`` (the last by default) of a tensor of any rank, statistics
     in f32; rows of any length."""
     fn = "softmax"
-    [x] = _tensors(fn, ("x", 0, x))
+    x = _v.tensor(x, ("x", 0), fn)
     return _rowwise_call(fn, "softmax", x, dim, (), BR)
 
 
@@ -437,7 +481,7 @@ def layernorm(x, weight=None, bias=None, eps: float = 1e-5, *, BR: int | None = 
     """Layer normalisation over the last dimension of a tensor of any rank, with ``weight`` and
     ``bias`` of the row's length (``None``: ones / zeros); rows of any length."""
     fn = "layernorm"
-    [x] = _tensors(fn, ("x", 0, x))
+    x = _v.tensor(x, ("x", 0), fn)
     _v.dtype_in(fn, ("x", 0), x, _v.FLOATS)
     n = x.shape[-1] if x.ndim else 1
     w = _norm_weight(fn, ("weight", 1), weight, n, x, 1.0)
@@ -450,104 +494,9 @@ def rmsnorm(x, weight=None, eps: float = 1e-6, *, BR: int | None = None):
     """RMS normalisation over the last dimension of a tensor of any rank, with ``weight`` of the
     row's length (``None``: ones); rows of any length."""
     fn = "rmsnorm"
-    [x] = _tensors(fn, ("x", 0, x))
+    x = _v.tensor(x, ("x", 0), fn)
     _v.dtype_in(fn, ("x", 0), x, _v.FLOATS)
     n = x.shape[-1] if x.ndim else 1
     w = _norm_weight(fn, ("weight", 1), weight, n, x, 1.0)
     eps = _v.positive_number(fn, "eps", eps)
     return _rowwise_call(fn, "rmsnorm", x, -1, (w, n, eps), BR)
-
-
-# --- GEMM: matmul up to 3-D ---------------------------------------------------------------------
-
-def gemm(a, b, *, BM: int | None = None, BN: int | None = None, BK: int | None = None,
-         schedule: str | None = None):
-    """``a @ b`` with ``torch.matmul``'s semantics for 1-D to 3-D f16/bf16/f32 tensors (f32
-    accumulation): 2-D in grouped tile order (``schedule="persistent"``: one instance per SM
-    looping over its tiles); a 3-D operand is a batch (a 2-D one, or a batch of 1, is shared by
-    every batch); a 1-D operand is a vector."""
-    fn = "gemm"
-    if BM is None and BN is None and BK is None and schedule is None and \
-            _v.alike(a, b, _v.FLOATS, same_shape=False) and len(a.shape) == 2 == len(b.shape) \
-            and a.shape[1] == b.shape[0] and a.shape[0] * b.shape[1] and a.shape[1]:
-        # the common call: two matrices that multiply, the tuned tiles; every check passes
-        return _gemm2d(None, a, b, None, None, None, None)
-    BM, BN, BK = (_v.tile_size(fn, k, v) for k, v in (("BM", BM), ("BN", BN), ("BK", BK)))
-    if schedule is not None and schedule not in ("tiles", "persistent"):
-        _v.refuse("TL155", f"`gemm`: schedule={schedule!r} is not a schedule",
-                  arg=("schedule", None), label="this",
-                  help="use schedule=\"tiles\" or schedule=\"persistent\"")
-    a, b = _tensors(fn, ("a", 0, a), ("b", 1, b))
-    _v.dtype_in(fn, ("a", 0), a, _v.FLOATS)
-    _v.same_dtype(fn, (("a", 0), a), (("b", 1), b))
-    for arg, t in ((("a", 0), a), (("b", 1), b)):
-        _v.rank_in(fn, arg, t, (1, 2, 3), "(K,), (M, K) or (batch, M, K)" if arg[0] == "a"
-                   else "(K,), (K, N) or (batch, K, N)")
-    # vectors as matrices (dropped from the result again, as matmul does)
-    a2 = _view(a, (1, a.shape[0]), (0, a.strides[0])) if a.ndim == 1 else a
-    b2 = _view(b, (b.shape[0], 1), (b.strides[0], 0)) if b.ndim == 1 else b
-    ka, kb = a2.shape[-1], b2.shape[-2]
-    if ka != kb:
-        _v.shape_mismatch(fn, ("b", 1), b, f"`a` {_v.shape_text(a.shape)} has {ka} columns but "
-                          f"`b` {_v.shape_text(b.shape)} has {kb} rows",
-                          f"the inner dimensions must agree: `b` needs {ka} rows (did you mean "
-                          "to transpose one of them?)")
-    if a2.ndim == 3 and b2.ndim == 3 and 1 not in (a2.shape[0], b2.shape[0]) and \
-            a2.shape[0] != b2.shape[0]:
-        _v.shape_mismatch(fn, ("b", 1), b, f"the batches of `a` ({a2.shape[0]}) and `b` "
-                          f"({b2.shape[0]}) differ", "pass batches of one size (or 1)")
-    batch = max(a2.shape[0] if a2.ndim == 3 else 1, b2.shape[0] if b2.ndim == 3 else 1)
-    M, N = a2.shape[-2], b2.shape[-1]
-    if a2.ndim == 3 or b2.ndim == 3:
-        out_shape = (batch, M, N)
-    else:
-        out_shape = (M, N)
-    final = tuple(out_shape[:-2]) + ((M,) if a.ndim != 1 else ()) + ((N,) if b.ndim != 1 else ())
-    if a.ndim == b.ndim == 2 and M * N > 0 and ka > 0:
-        return _gemm2d(None, a, b, BM, BN, BK, schedule)
-    c = empty(out_shape, a.dtype)
-    result = c.reshape(final)
-    if c.size == 0:
-        return value(result)
-    if ka == 0:
-        return zeros(final, a.dtype)
-    if a2.ndim == 3 and b2.ndim == 2 and a2.shape[0] > 1:
-        folded = _merge(a2.shape[:-1], a2.strides[:-1])
-        if len(folded[0]) <= 1:                    # (batch, M, K) rows fold into one matrix
-            a2 = _view(a2, (batch * M, ka), (folded[1][0] if folded[1] else ka, a2.strides[-1]))
-            return _gemm2d(c.reshape((batch * M, N)), a2, b2, BM, BN, BK, schedule) \
-                .then(lambda _: result)
-    if c.ndim == 2:
-        return _gemm2d(_view(c, c.shape, c.strides), a2, b2, BM, BN, BK, schedule) \
-            .then(lambda _: result)
-    return _gemm_batched(_view(c, c.shape, c.strides), a2, b2, BM, BN, BK) \
-        .then(lambda _: result)
-
-
-def _gemm2d(c, a, b, BM, BN, BK, schedule):
-    dt = a.dtype.name
-    if schedule is None:              # the tuned kernel, built once per device and dtype
-        kernel, cfg = _selected("gemm", dt, dt, lambda cfg: _gemm.GEMM.kernel(
-            dt=dt, hints=hints_text(cfg)))
-    else:
-        cfg = config("gemm", _arch(), variant=dt)
-        cfg["schedule"] = schedule
-        kernel = _gemm.GEMM.kernel(dt=dt, hints=hints_text(cfg))
-    BM, BN, BK = BM or cfg["BM"], BN or cfg["BN"], BK or cfg["BK"]
-    if c is None:                      # a new output, allocated when the launch runs
-        return launch_into(kernel, (a.shape[0], b.shape[1]), a.dtype, (BM, BN), a, b, BK=BK)
-    return kernel(c.partition_mut((BM, BN)), a, b, BK=BK)
-
-
-def _gemm_batched(c, a, b, BM, BN, BK):
-    """Tiles of 128 (or the matrix rounded up to a power of two, if smaller) by default."""
-    M, N = c.shape[1], c.shape[2]
-    BM = BM or min(128, max(16, _pow2(M)))
-    BN = BN or min(128, max(16, _pow2(N)))
-    BK = BK or 64
-    a3 = a if a.ndim == 3 else _view(a, (1, *a.shape), (0, *a.strides))
-    b3 = b if b.ndim == 3 else _view(b, (1, *b.shape), (0, *b.strides))
-    kernel = _gemm.BATCHED_GEMM.kernel(dt=a.dtype.name,
-                                       ab="tile_id(0)" if a3.shape[0] > 1 else "0",
-                                       bb="tile_id(0)" if b3.shape[0] > 1 else "0")
-    return kernel(c.partition_mut((1, BM, BN)), a3, b3, BK=BK)

@@ -52,6 +52,12 @@ def _stored() -> dict:
     return data
 
 
+def stored() -> dict:
+    """The stored configurations: a new object whenever ``store`` records one, so that what a
+    caller derives from them may be kept by identity (``shared_config`` keeps its own so)."""
+    return _stored()
+
+
 def device_key(info) -> str:
     """The key a device's configurations are stored under: its name and memory bandwidth (to
     one decimal of TB/s, so that clock readings that differ in the last digit agree)."""

@@ -18,23 +18,40 @@ _INTERNAL_PREFIXES = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
     (os.path.abspath(contextlib.__file__),)
 
 
-def user_site(depth: int = 1) -> tuple[str, int] | None:
-    """(filename, line) of the first caller outside cutile_lab: cheap, for the hot path."""
+def user_site(depth: int = 1) -> tuple | None:
+    """Where the first caller outside cutile_lab is, cheaply, for the hot path: (filename, code,
+    instruction offset) of its frame. The line is found from them only when a message needs it
+    (``as_span``): a frame's ``f_lineno`` scans its code's line table from the start on every
+    call, which costs more the longer the user's function or cell."""
     try:
         f = sys._getframe(depth)
     except ValueError:
         return None
     prefixes = _INTERNAL_PREFIXES
     while f is not None:
-        if not f.f_code.co_filename.startswith(prefixes):
-            return f.f_code.co_filename, f.f_lineno
+        code = f.f_code
+        if not code.co_filename.startswith(prefixes):
+            return code.co_filename, code, f.f_lasti
         f = f.f_back
     return None
 
 
+def site_line(code, offset: int) -> int | None:
+    """The line of the instruction at byte ``offset`` of ``code`` (what the frame's
+    ``f_lineno`` says while it runs that instruction)."""
+    for start, end, line in code.co_lines():
+        if start <= offset < end:
+            return line
+    return code.co_firstlineno
+
+
 def as_span(site) -> Span | None:
+    """A ``Span`` of a site: ``user_site``'s (filename, code, offset), a (filename, line), or a
+    ``Span`` already."""
     if site is None or isinstance(site, Span):
         return site
+    if len(site) == 3:
+        return Span(site[0], site_line(site[1], site[2]))
     return Span(site[0], site[1])
 
 
@@ -47,7 +64,7 @@ def describe(span) -> str:
     if span is None:
         return "<unknown>"
     if isinstance(span, tuple):
-        return f"{span[0]}:{span[1]}"
+        span = as_span(span)
     return f"{span.filename}:{span.line}"
 
 
@@ -58,7 +75,7 @@ def source_line(span: Span | None) -> str:
     return linecache.getline(span.filename, span.line).strip()
 
 
-__all__ = ["user_call_site", "describe", "source_line"]
+__all__ = ["user_call_site", "describe", "source_line", "site_line"]
 
 
 def user_name_of(obj) -> str | None:

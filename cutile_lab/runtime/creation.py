@@ -68,7 +68,7 @@ class CreateOp(DeviceOp):
         raise AssertionError(self.kind)
 
     def _enqueue(self, ctx: ExecContext) -> Tensor:
-        where = self._where           # (file, line): a Span only when a message needs one
+        where = self._where           # a ``user_site``: a Span only when a message needs one
         if ctx.backend == "sim":
             if self.kind == "zeros":
                 data = np.zeros(self.shape, dtype=numpy_dtype(self.dtype))

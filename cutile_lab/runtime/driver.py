@@ -47,11 +47,14 @@ class LaunchConfig(ctypes.Structure):
                 ("attrs", ctypes.c_void_p), ("numAttrs", ctypes.c_uint)]
 
 
+_MASK64 = 0xFFFFFFFFFFFFFFFF
+
+
 def arg_bytes(a) -> bytes:
     """A packed argument's bytes as ``cuda.core.launch`` passes it: a Python int as a 64-bit
     pointer, a NumPy scalar at its own width."""
     if type(a) is int:
-        return (a & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "little")
+        return (a & _MASK64).to_bytes(8, "little")
     b = a.tobytes()
     if len(b) > 16:
         raise ValueError("a kernel argument wider than 16 bytes")
@@ -63,9 +66,10 @@ class RawLaunch:
     what ``cuda.core.launch`` redoes on every call (convert each argument, build the parameter
     array and the launch configuration) is done here once per launch shape.
 
-    The parameter values sit in one buffer, a 16-byte slot each, ``ptrs`` pointing at the
-    slots; scalars (their values differ from op to op) are written into their slots under
-    ``lock`` right before the call — the driver copies the parameters when it is called."""
+    The parameter values sit in one buffer, a 16-byte slot each (two 64-bit words), ``ptrs``
+    pointing at the slots; scalars (their values differ from op to op: a library call's new
+    output pointer too) are written into their slots' words under ``lock`` right before the
+    call — the driver copies the parameters when it is called."""
 
     __slots__ = ("launch_kernel", "buf", "ptrs", "base", "lock", "last", "ex", "func", "dims",
                  "configs")
@@ -103,21 +107,44 @@ class RawLaunch:
                 LaunchConfig(gx, gy, gz, block, 1, 1, 0, lane, None, 0))
         return cfg
 
-    def launch(self, handle, scalars=()) -> int:
-        """Enqueue on the stream ``handle`` (a c_void_p); the driver's error code (0: queued)."""
+    def launch(self, handle, scalars=(), lane=None) -> int:
+        """Enqueue on the stream ``handle`` (a c_void_p; ``lane``: the same stream as an int,
+        for ``cuLaunchKernelEx`` with the stream's configuration where the driver has it: 4
+        arguments for ctypes to convert instead of 11); ``scalars``: ``scalar_slots``' words.
+        The driver's error code (0: queued)."""
+        ex = self.ex if lane is not None else None
+        if ex is not None:
+            cfg = self.configs.get(lane)
+            if cfg is None:
+                cfg = self.config(lane)
         if not scalars:
+            if ex is not None:
+                return ex(cfg, self.func, self.ptrs, None)
             return self.launch_kernel(handle, self.ptrs, None)
+        buf = self.buf
         with self.lock:
             if self.last is not scalars:
-                for addr, b in scalars:
-                    ctypes.memmove(addr, b, len(b))
+                for word, low, high in scalars:     # item stores: a fraction of a memmove
+                    buf[word] = low
+                    buf[word + 1] = high
                 self.last = scalars
+            if ex is not None:
+                return ex(cfg, self.func, self.ptrs, None)
             return self.launch_kernel(handle, self.ptrs, None)
 
-    def scalar_slots(self, slots) -> list:
-        """[(address, bytes)] of ``slots``: [(parameter index, packed scalar value)]."""
-        base = self.base
-        return [(base + 16 * i, arg_bytes(value)) for i, value in slots]
+    @staticmethod
+    def scalar_slots(slots) -> list:
+        """[(word index, low word, high word)] of ``slots``: [(parameter index, packed value)]
+        — each value's bytes (``arg_bytes``; a Python int, a pointer, as 8) as its slot's two
+        64-bit words (little-endian, as every host of a CUDA device is)."""
+        out = []
+        for i, value in slots:
+            if type(value) is int:
+                out.append((2 * i, value & _MASK64, 0))
+            else:
+                w = int.from_bytes(arg_bytes(value), "little")
+                out.append((2 * i, w & _MASK64, w >> 64))
+        return out
 
 
 def raw_launch(kernel, grid3, block: int, template, function=None):

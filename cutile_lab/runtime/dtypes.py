@@ -120,14 +120,21 @@ def from_typestr(ts: str, descr=None) -> DType:
     return d
 
 
+_SCALAR_TYPES: dict = {}            # dtype name -> its NumPy scalar type (the plain dtypes)
+
+
 def scalar_value(value, dtype: DType):
     """A NumPy scalar of exactly ``dtype``'s width, as a kernel argument.
 
     cuda.core passes a Python ``int`` as a 64-bit pointer and a Python ``float`` as a double,
     so every scalar argument is converted to a NumPy scalar of the declared width here. bf16
-    (which NumPy lacks) travels as its 16-bit pattern in a ``uint16``.
+    (which NumPy lacks) travels as its 16-bit pattern in a ``uint16``. The scalar type of a
+    plain dtype is kept per name (each GPU launch with scalars converts them).
     """
     name = dtype.name
+    t = _SCALAR_TYPES.get(name)
+    if t is not None:
+        return t(value)
     if name == "bf16":
         f = np.float32(value).view(np.uint32)
         # round to nearest even, as a conversion to bfloat16 does
@@ -137,7 +144,8 @@ def scalar_value(value, dtype: DType):
         return np.uint8(np.asarray(value, dtype=numpy_dtype(dtype)).view(np.uint8))
     if name == "tf32":
         return np.float32(value)
-    return np.dtype(dtype.numpy).type(value)
+    t = _SCALAR_TYPES[name] = np.dtype(dtype.numpy).type
+    return t(value)
 
 
 __all__ = ["as_dtype", "numpy_dtype", "has_numpy_dtype", "to_dlpack", "from_dlpack", "typestr",

@@ -100,7 +100,7 @@ def launch(op, values: dict, start, ctx) -> None:
     handle = ctx.handle
     if raw and handle is not None:
         if start.scalars:
-            err = raw.launch(handle, start.scalars)
+            err = raw.launch(handle, start.scalars, ctx.flight.lane)
         elif raw.ex is not None:      # cuLaunchKernelEx: 4 arguments for ctypes to convert
             lane = ctx.flight.lane
             cfg = raw.configs.get(lane)

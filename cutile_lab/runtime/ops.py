@@ -80,7 +80,7 @@ class DeviceOp:
 
     def __init__(self, backend: str | None = None, where=None):
         self.backend = backend
-        # the user's line that built the op: (file, line) now, a Span when a message needs it
+        # the user's line that built the op: a ``user_site`` now, a Span when a message needs it
         self._where = where if where is not None else user_site(2)
 
     @property

@@ -50,7 +50,7 @@ class MoveRecord:
     __slots__ = ("_where", "what", "partition_id", "label")
 
     def __init__(self, where, what: str, partition_id: int = 0, label: str = "moved here"):
-        self._where = where       # the user's line: (file, line) until a message needs a Span
+        self._where = where       # the user's line: a ``user_site`` until a message needs a Span
         self.what = what          # "was moved into a partition of (128,) tiles"
         self.partition_id = partition_id
         self.label = label
@@ -88,7 +88,7 @@ class Flight:
         # handle (not the flight itself: a cycle lives, with its result, until a collection)
         self.lane = next(_solo_lanes) if lane is None else lane
         self.label = label
-        self._where = where          # a Span, or (file, line) until a message needs a Span
+        self._where = where          # a Span, or a ``user_site`` until a message needs a Span
         self.backend = backend
         self.stream = stream
         self.entries: list = []      # Borrow(lo, hi, mut, tensor, param)
@@ -243,6 +243,17 @@ def release_through(flight: Flight) -> None:
     them all (a flight still being enqueued by another thread may have work after it: that one
     and those after it stay)."""
     if flight.backend != "gpu":
+        release(flight)
+        return
+    lane = _lanes.get(flight.lane)
+    try:
+        first = lane[0] if lane is not None else flight
+    except IndexError:                # emptied by another thread since
+        first = flight
+    if first is flight:
+        # the common case (a sync): nothing before it on its stream, so it is released alone.
+        # Seen without the lock: a flight joins a lane only after those in it, so one found
+        # first has nothing before it; ``release`` itself takes the lock
         release(flight)
         return
     _lock.acquire()

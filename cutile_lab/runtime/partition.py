@@ -57,7 +57,7 @@ class Partition:
         self.tile_shape = tile_shape
         self.mode = mode                # "move" or "borrow"
         self.id = next(_ids)
-        self._origin = origin           # where the user made it: (file, line) or a Span
+        self._origin = origin           # where the user made it: a ``user_site`` or a Span
         self.moved = None
         self._source = source           # borrow: the tensor lent to this partition
 
@@ -68,6 +68,14 @@ class Partition:
             from cutile_lab.runtime.callsite import as_span
             o = self._origin = as_span(o)
         return o
+
+    def __reduce_ex__(self, protocol):
+        # a ``user_site`` holds the caller's code object, which pickle cannot carry: the place
+        # travels as the ``Span`` it stands for
+        self.origin
+        if self.moved is not None:
+            self.moved.where
+        return super().__reduce_ex__(protocol)
 
     @property
     def shape(self) -> tuple[int, ...]:

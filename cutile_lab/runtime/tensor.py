@@ -75,7 +75,7 @@ class Tensor:
         # how many moves of this memory came before this view: a later one that overlaps it
         # ends it (see ``dead_view``)
         self.born = len(storage.moves) if storage.moves is not None else 0
-        self._origin = origin        # where the user created it: a Span, or (file, line)
+        self._origin = origin        # where the user created it: a Span, or a ``user_site``
         self.name = name
         # derived once (the metadata never changes): address of element [0, ...], the byte
         # range the view can touch, and the launch cache's key for it
@@ -100,6 +100,14 @@ class Tensor:
     @origin.setter
     def origin(self, value) -> None:
         self._origin = value
+
+    def __reduce_ex__(self, protocol):
+        # a ``user_site`` holds the caller's code object, which pickle cannot carry: the place
+        # travels as the ``Span`` it stands for
+        self.origin
+        if self.moved is not None:
+            self.moved.where
+        return super().__reduce_ex__(protocol)
 
     @property
     def backend(self) -> str:

@@ -1,18 +1,10 @@
 """The library's host functions end to end on the simulator backend (CI) and the GPU (marked)."""
 import numpy as np
-import pytest
 
 import cutile_lab as cl
 import cutile_lab.kernels as K
 
 RNG = np.random.default_rng()
-
-
-@pytest.fixture
-def sim():
-    cl.set_backend("sim")
-    yield
-    cl.set_backend(None)
 
 
 def _np(t):

@@ -174,3 +174,130 @@ def test_raw_launch_packs_what_cuda_core_passes():
     raw.launch(ctypes.c_void_p(7), slots)
     assert at(3, 4) == np.float32(0.5).tobytes()
     assert len(calls) == 3
+
+
+def test_raw_launch_words_are_the_bytes_cuda_core_passes(rng):
+    """``scalar_slots`` writes each value as its slot's two 64-bit words: the slot then holds
+    exactly ``arg_bytes`` of the value (every scalar dtype, signs, a pointer), and
+    ``cuLaunchKernelEx`` gets the stream's configuration (its dimensions, the stream) and the
+    same parameter array; a launch without ``lane`` still goes to ``cuLaunchKernel``."""
+    from cutile_lab.runtime.driver import RawLaunch, arg_bytes
+    from cutile_lab.runtime.dtypes import scalar_value
+    seen = []
+
+    def fake_ex(cfg, func, ptrs, extra):
+        c = cfg._obj
+        seen.append(("ex", (c.gridDimX, c.gridDimY, c.gridDimZ, c.blockDimX, c.hStream),
+                     func.value, [ctypes.string_at(ptrs[i], 16) for i in range(6)], extra))
+        return 0
+
+    def fake_launch(*args):
+        ptrs = args[9]
+        seen.append(("plain", args[8].value, [ctypes.string_at(ptrs[i], 16) for i in range(6)]))
+        return 0
+
+    template = [0x7F00_1234_5600, None, np.int32(7), None, None, None]
+    raw = RawLaunch(fake_launch, ctypes.c_void_p(0xABC), (5, 3, 1), 256, template, fake_ex)
+    lane = int(rng.integers(1, 1 << 40))
+    from cutile_lab.runtime.dtypes import as_dtype
+    for dtype in ("f32", "f16", "bf16", "f64", "i32", "i64", "i8", "u8", "bool"):
+        dt = as_dtype(dtype)
+
+        def draw():
+            if dtype == "bool":
+                return bool(rng.integers(0, 2))
+            if dtype[0] in "fb":
+                return float(rng.standard_normal())
+            return int(rng.integers(0 if dtype[0] == "u" else -100, 100))
+        ptr = int(rng.integers(1, 1 << 47)) * 256
+        packed = [(1, scalar_value(draw(), dt)), (3, ptr), (5, scalar_value(draw(), dt))]
+        assert raw.launch(ctypes.c_void_p(lane), raw.scalar_slots(packed), lane) == 0
+        kind, dims, func, slots, extra = seen[-1]
+        assert (kind, dims, func, extra) == ("ex", (5, 3, 1, 256, lane), 0xABC, None)
+        for i, v in packed:
+            b = arg_bytes(v)
+            assert slots[i][:len(b)] == b, (dtype, i)
+        assert slots[0][:8] == (0x7F00_1234_5600).to_bytes(8, "little")
+        assert slots[2][:4] == np.int32(7).tobytes()
+    raw.launch(ctypes.c_void_p(lane), raw.scalar_slots([(1, np.float32(0.25))]))
+    assert seen[-1][0] == "plain" and seen[-1][1] == lane
+    assert seen[-1][2][1][:4] == np.float32(0.25).tobytes()
+
+
+class _Op:
+    compiled = None
+
+    def __init__(self):
+        self.refused = []
+
+    def _raw_failed(self, entry, ctx, values, start):
+        self.refused.append(start)
+
+
+def test_the_gpu_backend_launches_a_new_output_per_start_through_the_stream_config(rng):
+    """``gpu.launch`` against a fake driver: each start of a library call's entry writes its
+    own output pointer and scalars into the packed parameters and goes to
+    ``cuLaunchKernelEx`` with its stream's configuration; a start of the same record again
+    writes nothing new; a refusal by the driver falls back (``_raw_failed``)."""
+    from types import SimpleNamespace
+
+    from cutile_lab.runtime import gpu
+    from cutile_lab.runtime.backend import GPU
+    from cutile_lab.runtime.driver import RawLaunch
+    from cutile_lab.runtime.launch.op import ReusableStart
+    from cutile_lab.runtime.launch.plan import LaunchEntry
+    calls, answer = [], [0]
+
+    def fake_ex(cfg, func, ptrs, extra):
+        calls.append((cfg._obj.hStream, ctypes.string_at(ptrs[0], 8),
+                      ctypes.string_at(ptrs[2], 4)))
+        return answer[0]
+    template = [None, 0x7F00_0000_1000, None]
+    entry = LaunchEntry({}, (4,), [])
+    entry.plan = SimpleNamespace(compiled="cubin")
+    entry.raw = RawLaunch(lambda *a: 99, ctypes.c_void_p(0xF00), (4, 1, 1), 128, template,
+                          fake_ex)
+    entry.scalars = [(2, "alpha", cl.f32)]
+    entry.fresh = (0, "z")
+    lane = int(rng.integers(1, 1 << 40))
+    ctx = SimpleNamespace(handle=ctypes.c_void_p(lane), flight=SimpleNamespace(lane=lane))
+    op = _Op()
+    starts = []
+    for _ in range(3):
+        ptr, alpha = int(rng.integers(1, 1 << 40)) * 256, float(rng.standard_normal())
+        values = {"z": SimpleNamespace(tensor=SimpleNamespace(ptr=ptr)), "alpha": alpha}
+        s = ReusableStart(GPU, values, None, entry, [], None)
+        gpu.launch(op, values, s, ctx)
+        assert calls[-1] == (lane, ptr.to_bytes(8, "little"), np.float32(alpha).tobytes())
+        assert op.compiled == "cubin"
+        starts.append((s, values))
+    s, values = starts[0]
+    gpu.launch(op, values, s, ctx)                  # the first record again: its own words
+    assert calls[-1][1] == values["z"].tensor.ptr.to_bytes(8, "little")
+    assert len(calls) == 4 and not op.refused
+    answer[0] = 1                                   # the driver refuses: cuda.core's turn
+    gpu.launch(op, values, s, ctx)
+    assert op.refused == [s]
+
+
+def test_scalar_values_keep_their_width_on_every_call(rng):
+    """``scalar_value`` keeps the NumPy scalar type of each plain dtype: the first and every
+    later conversion give the same type and bytes as the dtype's own NumPy type; bf16, the
+    fp8 types and tf32 keep their own conversions."""
+    from cutile_lab.language.dtypes import DTYPES
+    from cutile_lab.runtime.dtypes import scalar_value
+    special = {"bf16": np.uint16, "f8e4m3": np.uint8, "f8e5m2": np.uint8, "tf32": np.float32}
+    for name, dt in DTYPES.items():
+        for _ in range(3):
+            if dt.kind == "b":
+                v = bool(rng.integers(0, 2))
+            elif dt.kind == "f":
+                v = float(rng.standard_normal())
+            else:
+                v = int(rng.integers(0, 100 if dt.kind == "u" else 50))
+            got = scalar_value(v, dt)
+            want_type = special.get(name) or np.dtype(dt.numpy).type
+            assert type(got) is want_type, name
+            if name not in special:
+                assert got.tobytes() == np.dtype(dt.numpy).type(v).tobytes(), name
+    assert scalar_value(1.0, DTYPES["bf16"]) == np.uint16(0x3F80)

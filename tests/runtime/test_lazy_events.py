@@ -99,3 +99,21 @@ def test_an_event_of_its_own_is_recycled(stream):
     a.event = ev = FakeEvent()                       # a graph replay records its own
     ev.is_done = True
     assert a.query() and ownership.EVENT_POOL == [ev]
+
+
+def test_a_completed_flight_releases_itself_and_the_enqueued_ones_before_it(stream):
+    """``release_through`` (a wait on the GPU): the first flight of its stream is released
+    alone (nothing before it; what comes after stays), a later one with every enqueued flight
+    before it; a flight released already, or of a lane emptied meanwhile, is released again
+    without harm."""
+    a, b, c, d = (start(stream, n) for n in "abcd")
+    ownership.release_through(a)
+    assert a.done and live() == ["b", "c", "d"] and not b.done
+    ownership.release_through(c)
+    assert b.done and c.done and live() == ["d"] and not d.done
+    ownership.release_through(c)
+    assert live() == ["d"]
+    ownership.release_through(d)
+    assert d.done and live() == [] and LANE not in ownership._lanes
+    ownership.release_through(d)                     # its lane is gone: nothing to do
+    assert ownership._count == 0

@@ -11,6 +11,7 @@ import pytest
 
 import cutile_lab as cl
 from cutile_lab.runtime import OwnershipError
+from cutile_lab.runtime.launch.output import launch_into
 from tests.runtime import kernels as K
 from tests.runtime.threads import hold_first_thread
 
@@ -46,7 +47,7 @@ def test_every_kind_of_start_runs_the_one_path(monkeypatch, rng):
     assert again._reuse is op._reuse
     again.start().wait()
     K.vadd(z.partition_mut(128), x, y).sync()   # a new partition: a new record, entry cached
-    out = op_module.launch_into(K.vadd, (512,), "f32", 128, x, y).sync()   # a library-style call
+    out = launch_into(K.vadd, (512,), "f32", 128, x, y).sync()   # a library-style call
     assert starts == ["LaunchOp"] * 4 + ["OutputLaunchOp"]
     np.testing.assert_allclose(out.to_numpy(), x.to_numpy() + y.to_numpy(), rtol=1e-6)
     np.testing.assert_allclose(z.to_numpy(), x.to_numpy() + y.to_numpy(), rtol=1e-6)
@@ -182,3 +183,123 @@ def test_device_allocation_fills_every_field_of_its_storage(rng):
         ref = DeviceStorage(st.owner.handle, n, st.owner, Device.device_id)
         for field in ("ptr", "nbytes", "owner", "moves", "device_id", "ready", "foreign"):
             assert getattr(st, field) == getattr(ref, field), field
+
+
+CT_ADD_INPLACE = (
+    "import cuda.tile as ct\n"
+    "@ct.kernel\n"
+    "def ct_acc(z, x, w, B: ct.Constant[int]):\n"
+    "    tx = ct.load(x, index=(ct.bid(0),), shape=(B,), padding_mode=ct.PaddingMode.ZERO)\n"
+    "    tz = ct.load(z, index=(ct.bid(0),), shape=(B,), padding_mode=ct.PaddingMode.ZERO)\n"
+    "    ct.store(z, index=(ct.bid(0),), tile=tx + tz)\n"
+    "    ct.store(w, index=(ct.bid(0),), tile=tx)\n")
+
+
+def test_the_start_record_borrows_what_the_entry_says(rng):
+    """A new start record's borrows are made in the same pass as its layout key: each is the
+    ``Borrow`` that ``checks.borrows_of`` makes from the layout's entry (its written arrays),
+    for tile kernels (partitions moved or borrowed, shared tensors, a view, an empty tensor)
+    and for a plain cuTile kernel whose tensors are written unless proven read-only."""
+    from cutile_lab.runtime.launch.checks import borrows_of
+    n = int(rng.integers(300, 900))
+    x, y = upload(rng, n), upload(rng, n)
+    z, w = cl.zeros(n).sync(), cl.zeros(n).sync()
+    ct_acc = cl.kernels_from_source(CT_ADD_INPLACE, "<ct_acc>")["ct_acc"]
+    ops = [K.vadd(z.partition_mut(128), x, y), K.vadd(cl.zeros(n).sync().partition(64), x, y),
+           K.vadd(cl.zeros(n - 8).sync().partition_mut(128), x[1:n - 7], y[3:n - 5]),
+           K.saxpy(w.partition_mut(256), x, y, 2.0),
+           K.vadd(cl.zeros(0).sync().partition_mut(128), x[:0], y[:0]),
+           ct_acc(z, x, w, 128, grid=(-(-n // 128),))]
+    for op in ops:
+        op.sync()
+        s = op._reuse
+        assert s is not None and s.entry is not None
+        expect = borrows_of(s.entry, s.values)
+        assert [tuple(b) for b in s.borrows] == [tuple(b) for b in expect], op.label
+        assert all(type(b) is type(e) for b, e in zip(s.borrows, expect))
+    # the plain cuTile kernel: `z` and `w` are written, `x` is only read
+    assert [(b.param, b.mut) for b in ops[-1]._reuse.borrows] == \
+        [("z", True), ("x", False), ("w", True)]
+    np.testing.assert_allclose(w.to_numpy(), x.to_numpy(), rtol=1e-6)
+
+
+def test_a_new_start_record_checks_moves_as_it_is_made(rng):
+    """The move checks of a new start record run in the pass that makes it: a moved tensor, a
+    used-up partition and a view that a move ended are each refused (TL102) on a first start,
+    with the layout's entry cached and without it."""
+    n = 256
+    x, y = upload(rng, n), upload(rng, n)
+    K.vadd(cl.zeros(n).sync().partition_mut(128), x, y).sync()     # the layout's entry cached
+    for cached in (True, False):
+        m = n if cached else n + 128
+        a, b = upload(rng, m), upload(rng, m)
+        view = a[:]
+        a.partition(128)                                   # `a` moves; `view` ends with it
+        p = cl.zeros(m).sync().partition_mut(128)
+        p.release()                                        # the borrow ends: `p` is used up
+        for args in ((cl.zeros(m).sync().partition_mut(128), a, b),
+                     (cl.zeros(m).sync().partition_mut(128), view, b),
+                     (p, b, b)):
+            op = K.vadd(*args)
+            with pytest.raises(OwnershipError) as e:
+                op.sync()
+            assert codes(e) == ["TL102"], cached
+            assert op._reuse is None
+
+
+def test_a_library_call_of_a_known_key_binds_as_the_first_did(rng):
+    """``launch_into`` keeps per key (kernel, output, positional count, const keywords) what the
+    first call of the key bound; a later call's op is the op the ordinary binding would build:
+    the same parameters bound, consts, output, backend and resolving, for positional calls,
+    scalars and const keywords."""
+    from cutile_lab.runtime.launch.output import OutputLaunchOp, output_plan
+    n = int(rng.integers(200, 700))
+    x, y = upload(rng, n), upload(rng, n)
+    a = cl.from_numpy(rng.standard_normal((64, 32)).astype(np.float16)).sync()
+    b = cl.from_numpy(rng.standard_normal((32, 64)).astype(np.float16)).sync()
+    calls = [(K.vadd, (n,), "f32", 128, (x, y), {}),
+             (K.saxpy, (n,), "f32", 256, (x, y, float(rng.random())), {}),
+             (K.saxpy, (n,), "f32", 256, (x, y, np.float32(rng.random())), {}),
+             (K.gemm16, (64, 64), "f16", (32, 32), (a, b), {"BK": 16}),
+             (K.vadd, (n,), "f32", 128, (x, y.to_numpy()), {})]
+    fields = ("kernel", "info", "label", "_out", "_fresh", "bound", "explicit_consts",
+              "_consts_key", "backend", "_inputs_plain")
+    for kernel, shape, dtype, tile, args, kwargs in calls:
+        for _ in range(2):                         # the key's first call, then a known key
+            plan = output_plan(kernel, shape, dtype, tile, args, kwargs)
+            assert plan is not None
+            ref = OutputLaunchOp(kernel, shape, dtype, tile, args, kwargs, where=("f", 1))
+            got = plan.op(args, ("f", 1))
+            for f in fields:
+                assert getattr(got, f) == getattr(ref, f), (kernel.name, f)
+    # keywords that bind parameters are bound per call: no plan
+    assert output_plan(K.vadd, (n,), "f32", 128, (x,), {"y": y}) is None
+    out = launch_into(K.gemm16, (64, 64), "f16", (32, 32), a, b, BK=16).sync()
+    np.testing.assert_allclose(out.to_numpy(), a.to_numpy().astype(np.float32)
+                               @ b.to_numpy().astype(np.float32), rtol=2e-2, atol=2e-2)
+    z = launch_into(K.vadd, (n,), "f32", 128, x, y=y).sync()
+    np.testing.assert_allclose(z.to_numpy(), x.to_numpy() + y.to_numpy(), rtol=1e-6)
+    for _ in range(2):                             # a call that does not bind: at this line
+        with pytest.raises(OwnershipError) as e:
+            launch_into(K.vadd, (n,), "f32", 128, x, y, bogus=1)
+        assert codes(e) == ["TL117"] and e.value.diagnostics[0].span.filename == __file__
+
+
+def test_a_library_call_of_a_known_key_is_still_checked(rng):
+    """Every start of a planned library call runs the one start path with all its checks: an
+    input written by work in flight is refused (TL104), a moved input too (TL102)."""
+    n = 512
+    x, y, w = upload(rng, n), upload(rng, n), upload(rng, n)
+    for _ in range(3):
+        launch_into(K.vadd, (n,), "f32", 128, x, y).sync()       # the key's plan made, used
+    writer = K.accumulate(x.partition_mut(128), w).start()        # writes x, in flight
+    with pytest.raises(OwnershipError) as e:
+        launch_into(K.vadd, (n,), "f32", 128, x, y).sync()
+    assert codes(e) == ["TL104"]
+    writer.wait()
+    z = launch_into(K.vadd, (n,), "f32", 128, x, y).sync()
+    np.testing.assert_allclose(z.to_numpy(), x.to_numpy() + y.to_numpy(), rtol=1e-6)
+    x.partition(128)                                              # x moves
+    with pytest.raises(OwnershipError) as e:
+        launch_into(K.vadd, (n,), "f32", 128, x, y).sync()
+    assert codes(e) == ["TL102"]

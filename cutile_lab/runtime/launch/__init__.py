@@ -15,8 +15,9 @@ One module per concern, in the order a launch needs them (none imports one after
   loaded specialization (``LaunchPlan``), cached per kernel and device architecture;
 - ``op``: ``LaunchOp`` (the DeviceOp a kernel call builds) with the one path every start takes
   (``LaunchOp._enqueue``: arguments, start record, moves, entry, in-flight borrows, the
-  backend's launch), ``OutputLaunchOp`` and the public entry points ``launch_op`` / ``launch``
-  / ``launch_into``.
+  backend's launch) and the public entry points ``launch_op`` / ``launch``;
+- ``output``: ``OutputLaunchOp`` (a launch into a new output, allocated when it is enqueued)
+  with its per-key ``OutputPlan`` and the entry point ``launch_into``.
 
 Everything that talks to libcuda is in ``runtime.driver``; the simulator's side of a launch in
 ``runtime.sim``. The result of a launch hands ownership back: the tuple of its arguments,
@@ -24,8 +25,8 @@ partitions included.
 """
 from cutile_lab.runtime.launch.binding import KernelInfo, kernel_info
 from cutile_lab.runtime.launch.checks import MEASURE, STATS, arg_descs
-from cutile_lab.runtime.launch.op import (LaunchOp, OutputLaunchOp, launch, launch_into,
-                                          launch_op, set_kernel_adapter)
+from cutile_lab.runtime.launch.op import LaunchOp, launch, launch_op, set_kernel_adapter
+from cutile_lab.runtime.launch.output import OutputLaunchOp, launch_into
 from cutile_lab.runtime.launch.packing import pack_args
 from cutile_lab.runtime.launch.plan import LaunchPlan
 

@@ -30,7 +30,7 @@ class KernelInfo:
     """What a launch needs to know about a kernel, computed once per kernel."""
 
     __slots__ = ("kdef", "name", "names", "consts", "generics", "checked", "plans", "roles",
-                 "entries", "recent", "bindings")
+                 "entries", "recent", "bindings", "tensor_mut")
 
     def __init__(self, kernel):
         kdef = kernel.definition
@@ -51,6 +51,9 @@ class KernelInfo:
         # a new op of the very same argument objects reuses it (it lives while an op or
         # in-flight work holds it)
         self.recent = None
+        # parameter name -> whether a tensor (not a partition) passed as it is written: what
+        # ``checks.is_mut`` says, asked once per kernel (``checks.tensor_mut``)
+        self.tensor_mut = None
 
 
 def kernel_info(kernel) -> KernelInfo:
@@ -65,12 +68,13 @@ def kernel_info(kernel) -> KernelInfo:
 
 # a plain argument: passed as it is (tensors and partitions are tested by exact type first)
 SCALARS = (bool, int, float, np.generic)
+PLAIN_SCALARS = frozenset((bool, int, float))     # the exact types tested first
 
 
 def bind_arguments(info: KernelInfo, args, kwargs, where) -> tuple[dict, dict]:
     """(parameter name -> argument, const name -> value) of ``kernel(*args, **kwargs)``; a call
     that does not fit the signature raises ``OwnershipError`` with the checker's diagnostics at
-    ``where`` (the call's (file, line), made a ``Span`` only then)."""
+    ``where`` (the call's ``user_site``, made a ``Span`` only then)."""
     names = info.names
     if not kwargs and not info.consts and len(args) == len(names):
         return dict(zip(names, args)), {}
@@ -175,6 +179,24 @@ def backend_of(values) -> str | None:
     return None
 
 
+def plain_backend(values) -> tuple:
+    """(backend, plain) of a launch's arguments: the backend of the first tensor or partition
+    and True when every argument is a tensor, a partition or a number (passed as it is); else
+    ``backend_of(values)`` and False (some argument must be resolved when the launch starts)."""
+    backend = None
+    for v in values:
+        t = type(v)
+        if t is Tensor:
+            if backend is None:
+                backend = v.storage.backend
+        elif t is Partition:
+            if backend is None:
+                backend = v.tensor.storage.backend
+        elif t not in PLAIN_SCALARS and not isinstance(v, SCALARS):
+            return backend_of(values), False
+    return backend, True
+
+
 def normalize_grid(grid) -> tuple[int, ...]:
     if isinstance(grid, (int, np.integer)):
         grid = (grid,)
@@ -208,4 +230,4 @@ def grid_of(values, info) -> tuple[int, ...] | None:
 
 
 __all__ = ["KernelInfo", "kernel_info", "bind_arguments", "bind_consts", "as_arg", "backend_of",
-           "normalize_grid", "pad3", "grid_of", "SCALARS"]
+           "normalize_grid", "pad3", "grid_of", "plain_backend", "SCALARS", "PLAIN_SCALARS"]

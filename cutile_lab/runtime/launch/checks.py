@@ -81,7 +81,8 @@ def check_in_flight(start, ctx, where) -> None:
         raise OwnershipError([d for _, d in hits])
 
 
-_borrow = functools.partial(tuple.__new__, Borrow)      # Borrow(...) at a plain tuple's cost
+# Borrow(...) at a plain tuple's cost: ``as_borrow((lo, hi, mut, tensor, param))``
+as_borrow = functools.partial(tuple.__new__, Borrow)
 
 
 def borrows_of(entry, values) -> list:
@@ -94,8 +95,17 @@ def borrows_of(entry, values) -> list:
             t = t.tensor if t._source is None else t._source
         lo, hi = t.range
         if hi > lo:
-            borrows.append(_borrow((lo, hi, mut, t, name)))
+            borrows.append(as_borrow((lo, hi, mut, t, name)))
     return borrows
+
+
+def tensor_mut(info) -> dict:
+    """Parameter name -> is a tensor passed as it written to (``is_mut`` of a tensor; a partition
+    always is), worked out once per kernel: what the start path marks each borrow with."""
+    table = info.tensor_mut
+    if table is None:
+        table = info.tensor_mut = {name: is_mut(info, name, None) for name in info.names}
+    return table
 
 
 def is_mut(info, name, value) -> bool:
@@ -177,5 +187,5 @@ def warn(diags) -> None:
                                    span.line if span else 0)
 
 
-__all__ = ["raise_moved", "check_in_flight", "borrows_of", "is_mut", "arg_descs", "launch_rules",
-           "tile_grid", "warn", "STATS", "MEASURE"]
+__all__ = ["raise_moved", "check_in_flight", "borrows_of", "as_borrow", "is_mut", "tensor_mut",
+           "arg_descs", "launch_rules", "tile_grid", "warn", "STATS", "MEASURE"]

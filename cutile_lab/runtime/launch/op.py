@@ -1,9 +1,9 @@
 """The launch op: what ``kernel(*args)`` builds, and the one path every start of it takes.
 
 Owns ``LaunchOp`` (the lazy launch; its result is the tuple of its arguments: ownership handed
-back), ``OutputLaunchOp`` (a launch into a new tensor allocated when it is enqueued: the kernel
-library's host functions), ``ReusableStart`` and the public entry points ``launch_op`` /
-``launch`` / ``launch_into``.
+back), ``ReusableStart`` and the public entry points ``launch_op`` / ``launch``. A launch into a
+new tensor allocated when it is enqueued (``OutputLaunchOp``, ``launch_into``: the kernel
+library's host functions) is a ``LaunchOp`` of ``output``.
 
 Every start — the first, a repeated one, one of a new op of the very same argument objects, one
 that joins the flight of the previous start on its stream — runs ``LaunchOp._enqueue``, in this
@@ -12,10 +12,10 @@ order:
 1. the arguments resolved (DeviceOps enqueued first on the same stream, foreign arrays wrapped);
 2. their ``ReusableStart``: the op's own when these are the objects of its last start (or of the
    kernel's latest start, ``launch_op``), else a new one keyed by their layout (``_start_of``);
-3. the move checks (TL102) over its objects, on every start;
+3. the move checks (TL102) over its objects, on every start (a new record's while it is made);
 4. the entry of the layout (``KernelInfo.entries``: a dict hit when it was seen, else
    ``plan.prepare_entry``: launch rules, consts, grid, the loaded kernel, the packing template)
-   and the byte ranges the launch borrows (``checks.borrows_of``, once per start record);
+   and the byte ranges the launch borrows (made with the start record, in the same pass);
 5. those borrows published in the flight and checked against work in flight on other streams
    (TL104 / TL105), both under the ownership registry's lock;
 6. the launch, through the backend's one call (``Backend.launch``: the simulator, or the GPU's
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import time
 import weakref
-from types import SimpleNamespace
 
 from cutile_lab.errors import LaunchError
 from cutile_lab.runtime import device as _device
@@ -38,22 +37,18 @@ from cutile_lab.runtime import ownership
 from cutile_lab.runtime import sim as _sim
 from cutile_lab.runtime.backend import GPU
 from cutile_lab.runtime.callsite import user_site
-from cutile_lab.runtime.creation import new_tensor
-from cutile_lab.runtime.dtypes import as_dtype
 from cutile_lab.runtime.launch import checks
-from cutile_lab.runtime.launch.binding import (SCALARS, as_arg, backend_of,
-                                               bind_arguments, kernel_info, normalize_grid)
-from cutile_lab.runtime.launch.checks import MEASURE, STATS, borrows_of
+from cutile_lab.runtime.launch.binding import (as_arg, bind_arguments, kernel_info,
+                                               normalize_grid, plain_backend)
+from cutile_lab.runtime.launch.checks import MEASURE, STATS, as_borrow, tensor_mut
 from cutile_lab.runtime.launch.packing import launch_core
 from cutile_lab.runtime.launch.plan import align, prepare_entry
 from cutile_lab.runtime.ops import DeviceOp, ExecContext, Pending, _start, as_core_stream
 from cutile_lab.runtime.ownership import OwnershipError
-from cutile_lab.runtime.partition import Partition, _tile_shape
-from cutile_lab.runtime.tensor import Tensor, normalize_shape
+from cutile_lab.runtime.partition import Partition
+from cutile_lab.runtime.tensor import Tensor
 
 FRESH = "new output"          # the entry key's mark of a library call's new output
-_PLAIN_SCALARS = frozenset((bool, int, float))
-_PASSED = frozenset((Tensor, Partition, bool, int, float))
 
 
 class ReusableStart:
@@ -119,21 +114,10 @@ class LaunchOp(DeviceOp):
             if consts:
                 self.explicit_consts = consts
                 self._consts_key = tuple(sorted(consts.items()))
-        backend = None
-        for v in self.bound.values():
-            t = type(v)
-            if t is Tensor:
-                if backend is None:
-                    backend = v.storage.backend
-            elif t is Partition:
-                if backend is None:
-                    backend = v.tensor.storage.backend
-            elif t not in _PLAIN_SCALARS and not isinstance(v, SCALARS):
-                self._plain = False
-                self._args = None
-                backend = backend_of(self.bound.values())
-                break
-        self.backend = backend
+        self.backend, plain = plain_backend(self.bound.values())
+        if not plain:
+            self._plain = False
+            self._args = None
 
     # --- binding arguments to parameters -------------------------------------------------------
     def _bind(self, args, kwargs):
@@ -215,16 +199,15 @@ class LaunchOp(DeviceOp):
             t0 = time.perf_counter()
         s = self._reuse
         if s is None or s.values is not values or s.backend is not ctx.backend:
-            s = self._start_of(values, returned, ctx)
-        for o in s.objects:
-            if o.moved is not None or (type(o) is Tensor and o.storage.moves is not None
-                                       and o.dead_view() is not None):
-                checks.raise_moved(self.label, values, self.where)
+            s = self._start_of(values, returned, ctx)       # its moves checked on the way
+        else:
+            for o in s.objects:
+                if o.moved is not None or (type(o) is Tensor and o.storage.moves is not None
+                                           and o.dead_view() is not None):
+                    checks.raise_moved(self.label, values, self.where)
         entry = s.entry
         if entry is None:
             entry = s.entry = prepare_entry(self, values, ctx, s.key)
-        if s.borrows is None:
-            s.borrows = borrows_of(entry, values)
         if self._entry is not entry:
             self._entry = entry
             self.diagnostics = entry.diagnostics
@@ -266,16 +249,27 @@ class LaunchOp(DeviceOp):
         return values, returned
 
     def _start_of(self, values, returned, ctx) -> ReusableStart:
-        """A new ReusableStart of ``values``: the entry cache's key of their layout (the entry
-        itself when the layout was seen) and their tensors and partitions."""
+        """A new ReusableStart of ``values``, in one pass over the arguments: the entry cache's
+        key of their layout (the entry itself when the layout was seen), their tensors and
+        partitions — each checked for a move (TL102) or a dead view on the way — and the byte
+        ranges the launch borrows (what ``checks.borrows_of`` makes from the entry: a borrowing
+        partition borrows the tensor it lends; a partition is written, a tensor as
+        ``checks.tensor_mut`` says)."""
         info = self.info
+        muts = info.tensor_mut
+        if muts is None:
+            muts = tensor_mut(info)
         parts = []
         objects = []
+        borrows = []
         for name in info.names:
             v = values.get(name)
             cls = type(v)
             if cls is Partition:
                 t = v.tensor
+                if v.moved is not None or t.moved is not None or (
+                        t.storage.moves is not None and t.dead_view() is not None):
+                    checks.raise_moved(self.label, values, self.where)
                 if name == self._fresh:
                     # memory allocated for this launch aliases nothing: what the entry depends
                     # on is its layout (alignment included), not where it is
@@ -284,14 +278,26 @@ class LaunchOp(DeviceOp):
                     parts.append((t.key, v.tile_shape))
                 objects.append(v)
                 objects.append(t)
+                if v._source is not None:
+                    t = v._source
+                lo, hi = t.range
+                if hi > lo:
+                    borrows.append(as_borrow((lo, hi, True, t, name)))
             elif cls is Tensor:
+                if v.moved is not None or (v.storage.moves is not None
+                                           and v.dead_view() is not None):
+                    checks.raise_moved(self.label, values, self.where)
                 parts.append(v.key)
                 objects.append(v)
+                lo, hi = v.range
+                if hi > lo:
+                    borrows.append(as_borrow((lo, hi, muts[name], v, name)))
             elif name in values:
                 parts.append((cls, v) if name in info.consts else cls)
         key = (ctx.backend, tuple(parts), self._consts_key, self.grid)
         s = ReusableStart(ctx.backend, values, key, info.entries.get(key), objects,
-                          self._result_of(returned))
+                          self._args if self._args is not None else self._result_of(returned))
+        s.borrows = borrows
         if returned is self.bound:
             self._reuse = s
             if self._args is not None:
@@ -370,87 +376,6 @@ def _short(v) -> str:
 
 # --- the public entry points ------------------------------------------------------------------
 
-# (shape, dtype, tile) as a library call gives them -> normalized (shape, DType, tile shape)
-_OUTPUTS: dict = {}
-
-
-class OutputLaunchOp(LaunchOp):
-    """A launch whose first parameter gets a new tensor, allocated when the launch is enqueued
-    (stream-ordered on the launch's stream) and moved into a partition of ``tile`` tiles; the
-    op's result is that tensor. What the kernel library's host functions build: no allocation
-    before the op, no partition object of the caller's, no ``.then`` to take the tensor back."""
-
-    _plain = False
-
-    def __init__(self, kernel, shape, dtype, tile, args, kwargs, where=None):
-        key = (shape, getattr(dtype, "name", dtype), tile)   # a DType hashes slowly
-        try:
-            out = _OUTPUTS.get(key)
-        except TypeError:             # a list for a shape: normalized every time
-            out = key = None
-        if out is None:
-            shape = normalize_shape(shape)
-            out = (shape, as_dtype(dtype),
-                   _tile_shape(SimpleNamespace(ndim=len(shape), shape=shape), tile))
-            if key is not None:
-                if len(_OUTPUTS) > 1024:
-                    _OUTPUTS.clear()
-                _OUTPUTS[key] = out
-        self._out = out
-        self.kernel = kernel
-        self.info = info = kernel_info(kernel)
-        self.label = info.name
-        self._where = where if where is not None else user_site(2)
-        names = info.names
-        self._fresh = names[0]
-        args = (None,) + tuple(args)
-        if not kwargs and not info.consts and len(args) == len(names):
-            self.bound = dict(zip(names, args))
-        else:
-            self.bound, consts = self._bind(args, kwargs)
-            if consts:
-                self.explicit_consts = consts
-                self._consts_key = tuple(sorted(consts.items()))
-        self.backend = backend_of(args[1:])
-        # inputs that need no resolving (tensors, partitions, numbers): copied as they are
-        plain = True
-        for v in args[1:]:
-            if type(v) not in _PASSED and not isinstance(v, SCALARS):
-                plain = False
-                break
-        self._inputs_plain = plain
-
-    def _resolve(self, ctx: ExecContext):
-        shape, dtype, tile = self._out
-        out = self._fresh
-        where = self._where
-        if self._inputs_plain:
-            values = self.bound.copy()
-            values[out] = Partition(new_tensor(ctx, shape, dtype, where), tile, "move", None,
-                                    where)
-            return values, values
-        values: dict = {}
-        for name, v in self.bound.items():
-            if name == out:
-                v = Partition(new_tensor(ctx, shape, dtype, self._where), tile, "move", None,
-                              self._where)
-            elif isinstance(v, DeviceOp):
-                v = as_arg(v._enqueue(ctx))
-            elif type(v) is not Tensor and not isinstance(v, SCALARS):
-                v = as_arg(v)
-            values[name] = v
-        return values, values
-
-    def _result_of(self, returned):
-        return returned[self._fresh].tensor
-
-
-def launch_into(kernel, shape, dtype, tile, *args, **kwargs) -> LaunchOp:
-    """``kernel(new.partition(tile), *args, **kwargs)`` with ``new`` a tensor of ``shape`` and
-    ``dtype`` allocated when the launch runs; the op's result is that tensor (``.sync()`` it)."""
-    return OutputLaunchOp(kernel, shape, dtype, tile, args, kwargs, user_site(2))
-
-
 def _recent_start(s: ReusableStart | None, args) -> ReusableStart | None:
     """``s`` (the kernel's latest start, while alive) if it was of the very same objects."""
     if s is not None:
@@ -471,8 +396,8 @@ def launch_op(kernel, args, kwargs) -> LaunchOp:
     if not kwargs:
         info = kernel.__dict__.get("_launch_info")
         if info is not None and info.recent is not None and info.kdef is kernel.definition:
-            s = _recent_start(info.recent(), args)
-            if s is not None:
+            s = info.recent()
+            if s is not None and _recent_start(s, args) is not None:
                 return LaunchOp._of_start(kernel, info, s, args, where)
     if kwargs:
         grid = None
@@ -509,5 +434,4 @@ def launch(kernel, *args, grid=None, **kwargs) -> LaunchOp:
     return LaunchOp(kernel, args, kwargs, grid, user_site(2))
 
 
-__all__ = ["LaunchOp", "OutputLaunchOp", "ReusableStart", "launch_op", "launch", "launch_into",
-           "set_kernel_adapter"]
+__all__ = ["LaunchOp", "ReusableStart", "launch_op", "launch", "set_kernel_adapter"]
