@@ -53,6 +53,10 @@ def cmd_check(args) -> int:
             text = f.read()
     except OSError as e:
         raise CutileLabError(f"cannot read {args.file}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise CutileLabError(f"cannot read {args.file}: it is not UTF-8 text (byte {e.start} is "
+                             f"{e.object[e.start:e.start + 1]!r})",
+                             help="a file of kernels is Python source, saved as UTF-8") from None
     diags = check_file(text, args.file)
     if args.json:
         print(json.dumps(to_json(diags), indent=2))
@@ -357,7 +361,12 @@ def cmd_tutorials(args) -> int:
     from pathlib import Path
     src = tutorials_source()
     dest = Path(args.dir).expanduser()
-    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as e:        # a file of that name, a folder not writable...
+        raise CutileLabError(f"cannot make the folder {dest}: {e.strerror}",
+                             help="give a folder that does not exist yet, or an existing "
+                                  "folder you can write to") from None
     copied, kept = [], []
     for pattern in TUTORIAL_FILES:
         for f in sorted(src.glob(pattern)):
@@ -365,7 +374,11 @@ def cmd_tutorials(args) -> int:
             if target.exists() and not args.force:
                 kept.append(f.name)
                 continue
-            shutil.copyfile(f, target)
+            try:
+                shutil.copyfile(f, target)
+            except OSError as e:
+                raise CutileLabError(f"cannot write {target}: {e.strerror}",
+                                     help="give a folder you can write to") from None
             copied.append(f.name)
     print(f"tutorials in {dest.resolve()}: {len(copied)} copied"
           + (f", {len(kept)} already there and kept (--force replaces them)" if kept else ""),

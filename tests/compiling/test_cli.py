@@ -83,3 +83,15 @@ def test_cache_info_and_clear(run):
     assert r.returncode == 0 and "entries" in r.stdout
     r = run("cache", "clear")
     assert r.returncode == 0 and "removed 1 entries" in r.stdout
+
+
+def test_check_and_compile_of_a_file_that_is_not_utf8_is_one_clear_message(run, tmp_path):
+    """A binary file was a UnicodeDecodeError traceback from inside the command."""
+    binary = tmp_path / "kernels.py"
+    binary.write_bytes(b"\xff\xfe\x00" + bytes(range(256)))
+    for command in ("check", "compile"):
+        r = run(command, str(binary))
+        assert r.returncode == 1, r.stderr
+        assert "Traceback" not in r.stderr
+        assert f"cannot read {binary}: it is not UTF-8 text" in r.stderr
+        assert "help: a file of kernels is Python source, saved as UTF-8" in r.stderr

@@ -277,6 +277,7 @@ def test_cell_without_kernels(shell):
     ("--arch sm_1", ["--arch", "sm_90"]),
     ("--bogus", ["unrecognized", "--bogus"]),
     ("--kernel nope", ["--kernel", "nope", "add"]),
+    ("--arch 'sm_90", ["No closing quotation", "close the quote"]),   # shlex's ValueError before
 ])
 def test_bad_options_raise_usage_error(shell, line, words):
     cell = shell.run(f"%%tilekernel {line}\n" + ADD)
