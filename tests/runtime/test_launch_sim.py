@@ -286,6 +286,11 @@ def test_cutile_kernel_needs_a_grid(rng):
     np.testing.assert_array_equal(z.to_numpy(), 2 * a)
     cl.launch(ct_add, z, x, x, B=128, grid=3).sync()
     np.testing.assert_array_equal(z.to_numpy(), 2 * a)
+    for bad in ("a", (2.5,), (3, None), 2.0, (True,)):
+        # a str was int()'s ValueError from inside the lab; a float was truncated silently
+        with pytest.raises(LaunchError, match="bad grid") as e:
+            cl.launch(ct_add, z, x, x, B=128, grid=bad).sync()
+        assert "grid=(8, 4)" in e.value.help
 
 
 def test_argument_binding_errors_are_tl117_at_the_call():
