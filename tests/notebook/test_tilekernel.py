@@ -358,3 +358,17 @@ def test_line_magic_help(shell):
     doc = shell.ip.find_line_magic("tile_time").__doc__
     for opt in ("-n", "-w", "--flops", "--bytes"):
         assert opt in doc
+
+
+def test_a_kernel_named_like_a_builtin_says_what_it_hides(shell):
+    """`def print(...)` as a kernel silently turned every later `print(...)` of the notebook
+    into a launch; the report now says so and how to get the builtin back."""
+    cell = shell.run('%%tilekernel\ndef print(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):\n'
+                     '    z.store(load_tile_like(x, z))\n')
+    assert cell.ok, cell.error
+    assert any("hiding Python's builtin `print`" in n and "`del print`" in n
+               for n in cell.report["notes"])
+    assert shell.run("del print").ok
+    assert shell.run("print('back')").stdout == "back\n"
+    plain = shell.run("%%tilekernel\n" + ADD)
+    assert not any("builtin" in n for n in plain.report["notes"])
