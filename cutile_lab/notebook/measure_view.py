@@ -207,6 +207,10 @@ def device_bundle() -> dict:
 
 def run_tile_device(shell, line: str = "") -> None:
     from cutile_lab.notebook.report import publish
+    if line.strip():        # `%tile_device 1` showed device 0 as if it were device 1
+        raise UsageError(f"%tile_device takes no arguments, got {line.strip()!r}: it shows the "
+                         "GPU this process launches on (choose another with "
+                         "CUDA_VISIBLE_DEVICES before starting the notebook server)")
     publish(device_bundle())
 
 

@@ -87,3 +87,14 @@ def test_tile_device(shell):
         assert "no GPU found" in b["text/plain"] and "Timings need a GPU" in b["text/plain"]
         assert "H100" in b["text/plain"] and "TFLOP/s" in b["text/html"]
         assert "f16 tensor" in b["text/plain"]
+
+
+
+@pytest.mark.parametrize("line", ["1", "--frob"])
+def test_tile_device_refuses_arguments(shell, line):
+    """`%tile_device 1` showed the one GPU as if it were device 1."""
+    from IPython.core.error import UsageError
+    cell = shell.run(f"%tile_device {line}")
+    assert isinstance(cell.error, UsageError)
+    assert "takes no arguments" in str(cell.error) and "CUDA_VISIBLE_DEVICES" in str(cell.error)
+    assert not cell.bundles
