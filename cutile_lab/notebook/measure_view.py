@@ -50,6 +50,10 @@ def run_tile_time(shell, opts, expr: str):
         value = eval(code, shell.user_global_ns, shell.user_ns)
     except CutileLabError as e:
         _show_lab_error(e, "%tile_time")
+    except Exception as e:      # the user's expression failed (a NameError...): say so, with
+        # no traceback through the magic's own frames
+        raise TileCellError(f"%tile_time: evaluating `{expr}` raised {type(e).__name__}: {e}"
+                            ) from None
     make = resolve_launch(value)
     try:
         return _tile_time(opts, make)
@@ -239,10 +243,14 @@ def _publish_figure(fig, text: str, save: str | None) -> None:
     from cutile_lab.notebook.report import publish
     from cutile_lab.performance import figure_png
     png = figure_png(fig)
-    if save:
-        with open(save, "wb") as f:
-            f.write(png)
     publish({"image/png": base64.b64encode(png).decode("ascii"), "text/plain": text})
+    if save:
+        try:
+            with open(save, "wb") as f:
+                f.write(png)
+        except OSError as e:        # the plot is shown: only the copy on disk is missing
+            raise UsageError(f"--save {save}: cannot write it: {e.strerror}; the plot is shown "
+                             "above, give a path in a folder that exists") from None
 
 
 def _parse_plot_line(line: str) -> tuple[str, str | None]:
