@@ -38,8 +38,19 @@ def resolve_launch(value) -> Callable[[], Any]:
 
 # --- %tile_time ---------------------------------------------------------------------------------
 
+def _check_time_options(opts) -> None:
+    """``-n``, ``-w``, ``--flops`` and ``--bytes`` are counts: a value none could be is a
+    ``UsageError`` (``-n 0`` left no run to take the median of)."""
+    for flag, value, low in (("-n/--repeats", opts.repeats, 1), ("-w/--warmup", opts.warmup, 0),
+                             ("--flops", opts.flops, 0), ("--bytes", opts.bytes_, 0)):
+        if value is not None and not value >= low:
+            raise UsageError(f"%tile_time {flag} {value}: must be {'at least 1' if low else '>= 0'}"
+                             ", e.g. %tile_time -n 50 -w 5 add(z.partition(128), x, y)")
+
+
 def run_tile_time(shell, opts, expr: str):
     import linecache
+    _check_time_options(opts)
     filename = "<%tile_time>"    # errors about the launch quote the expression itself
     linecache.cache[filename] = (len(expr), None, [expr + "\n"], filename)
     try:

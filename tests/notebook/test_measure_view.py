@@ -53,3 +53,12 @@ def test_an_expression_that_raises_is_one_line_not_a_traceback_through_the_magic
     assert cell.error.message == ("%tile_time: evaluating `nothere(1)` raised NameError: name "
                                   "'nothere' is not defined")
     assert shell.ns["kept"] == 42
+
+
+def test_tile_time_refuses_counts_no_run_could_have(shell):
+    """-n 0 (no run to take the median of), negative warm-ups, flops or bytes were taken."""
+    from IPython.core.error import UsageError
+    for opt in ("-n 0", "-n -3", "-w -1", "--flops -1", "--bytes -2.5", "--flops nan"):
+        cell = shell.run(f"%tile_time {opt} add(z, x, y)")
+        assert isinstance(cell.error, UsageError), (opt, cell.error)
+        assert f"%tile_time {opt.split()[0]}" in str(cell.error) and "e.g." in str(cell.error)
