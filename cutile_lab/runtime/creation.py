@@ -174,9 +174,26 @@ def randn(shape, dtype=None, *, seed=None) -> DeviceOp:
     return CreateOp("randn", shape, dtype, seed=seed)
 
 
+def _host_array(obj, what: str) -> np.ndarray:
+    """``np.asarray(obj)`` for ``cl.asarray`` / ``cl.from_numpy``: what is not an array of
+    numbers (None, a string, a dict, a ragged list) is a ``LaunchError`` that says so, not
+    NumPy's ValueError or an "unknown dtype" of NumPy's object dtype."""
+    try:
+        arr = np.asarray(obj)
+    except ValueError as e:
+        raise LaunchError(f"{what}: cannot make a tensor of this {type(obj).__name__}: {e}",
+                          help="rows of a nested list must all have the same length") from None
+    if arr.dtype.kind in "OSU":     # not "V": ml_dtypes' bfloat16 is a void kind
+        raise LaunchError(f"{what}: cannot make a tensor of {type(obj).__name__} "
+                          f"({str(obj)[:40]!s})",
+                          help="pass a NumPy, PyTorch, CuPy or JAX array, or a (nested) list "
+                               "of numbers")
+    return arr
+
+
 def from_numpy(array, dtype=None) -> DeviceOp:
     """A lazy copy of a NumPy array into a new tensor (dtype: the array's unless given)."""
-    array = np.asarray(array)
+    array = _host_array(array, "cl.from_numpy")
     dt = as_dtype(dtype if dtype is not None else array.dtype)
     return CreateOp("from_numpy", array.shape, dt, host=array)
 
@@ -355,7 +372,7 @@ def asarray(obj, dtype=None) -> Tensor:
             and not isinstance(obj, np.ndarray):
         t = _wrap_dlpack(obj)
     else:
-        arr = np.asarray(obj)
+        arr = _host_array(obj, "cl.asarray")
         if dtype is None and arr.dtype == np.float64 and not isinstance(obj, np.ndarray):
             dtype = "f32"       # Python floats become f32, as in the kernels
         if dtype is None and arr.dtype == np.int64 and not isinstance(obj, np.ndarray):

@@ -53,6 +53,24 @@ def test_bad_creation_arguments_are_one_clear_error(make, words):
     assert e.value.help
 
 
+@pytest.mark.parametrize("obj, words", [
+    ([[1.0, 2.0], [3.0]], ["of this list", "inhomogeneous", "same length"]),   # NumPy's ValueError
+    (None, ["of NoneType"]),            # these were "unknown dtype dtype('O')"
+    ("abc", ["of str"]),
+    ({"a": 1}, ["of dict"]),
+])
+def test_what_is_not_an_array_of_numbers_says_so(obj, words):
+    for make in (cl.asarray, cl.from_numpy):
+        with pytest.raises(LaunchError) as e:
+            make(obj)
+        assert e.value.message.startswith(f"cl.{make.__name__}: cannot make a tensor")
+        for w in words:
+            assert w in str(e.value)
+    ml_dtypes = pytest.importorskip("ml_dtypes")       # a void-kind dtype that is numbers
+    bf = np.random.default_rng().standard_normal(8).astype(ml_dtypes.bfloat16)
+    assert str(cl.asarray(bf).dtype) == "bf16" and str(cl.from_numpy(bf).sync().dtype) == "bf16"
+
+
 def test_creation_is_lazy():
     op = cl.zeros(4)
     assert isinstance(op, cl.DeviceOp)
