@@ -116,8 +116,7 @@ def cmd_compile(args) -> int:
         _write(args.output, compiled.tileir)
     elif args.emit == "cubin":
         out = args.output or f"{kernel.name}.{compiled.arch}.cubin"
-        with open(out, "wb") as f:
-            f.write(compiled.cubin)
+        _write_file(out, compiled.cubin)
         print(f"wrote {out} ({len(compiled.cubin)} bytes, symbol {compiled.symbol})",
               file=sys.stderr)
     elif args.emit == "lowered":
@@ -302,10 +301,20 @@ def _report_text(compiled) -> str:
 
 def _write(path: str | None, text: str) -> None:
     if path:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        _write_file(path, text.encode("utf-8"))
     else:
         sys.stdout.write(text)
+
+
+def _write_file(path: str, data: bytes) -> None:
+    """``-o PATH``: a folder that does not exist (or cannot be written) is one error line."""
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        raise CutileLabError(f"cannot write {path}: {e.strerror}",
+                             help="give -o a path in a folder that exists and you can write "
+                                  "to") from None
 
 
 def cmd_cache(args) -> int:
