@@ -53,6 +53,10 @@ def cmd_check(args) -> int:
             text = f.read()
     except OSError as e:
         raise CutileLabError(f"cannot read {args.file}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise CutileLabError(f"cannot read {args.file}: it is not UTF-8 text (byte {e.start} is "
+                             f"{e.object[e.start:e.start + 1]!r})",
+                             help="a file of kernels is Python source, saved as UTF-8") from None
     diags = check_file(text, args.file)
     if args.json:
         print(json.dumps(to_json(diags), indent=2))
@@ -112,8 +116,7 @@ def cmd_compile(args) -> int:
         _write(args.output, compiled.tileir)
     elif args.emit == "cubin":
         out = args.output or f"{kernel.name}.{compiled.arch}.cubin"
-        with open(out, "wb") as f:
-            f.write(compiled.cubin)
+        _write_file(out, compiled.cubin)
         print(f"wrote {out} ({len(compiled.cubin)} bytes, symbol {compiled.symbol})",
               file=sys.stderr)
     elif args.emit == "lowered":
@@ -298,10 +301,20 @@ def _report_text(compiled) -> str:
 
 def _write(path: str | None, text: str) -> None:
     if path:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        _write_file(path, text.encode("utf-8"))
     else:
         sys.stdout.write(text)
+
+
+def _write_file(path: str, data: bytes) -> None:
+    """``-o PATH``: a folder that does not exist (or cannot be written) is one error line."""
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        raise CutileLabError(f"cannot write {path}: {e.strerror}",
+                             help="give -o a path in a folder that exists and you can write "
+                                  "to") from None
 
 
 def cmd_cache(args) -> int:
@@ -357,7 +370,12 @@ def cmd_tutorials(args) -> int:
     from pathlib import Path
     src = tutorials_source()
     dest = Path(args.dir).expanduser()
-    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as e:        # a file of that name, a folder not writable...
+        raise CutileLabError(f"cannot make the folder {dest}: {e.strerror}",
+                             help="give a folder that does not exist yet, or an existing "
+                                  "folder you can write to") from None
     copied, kept = [], []
     for pattern in TUTORIAL_FILES:
         for f in sorted(src.glob(pattern)):
@@ -365,7 +383,11 @@ def cmd_tutorials(args) -> int:
             if target.exists() and not args.force:
                 kept.append(f.name)
                 continue
-            shutil.copyfile(f, target)
+            try:
+                shutil.copyfile(f, target)
+            except OSError as e:
+                raise CutileLabError(f"cannot write {target}: {e.strerror}",
+                                     help="give a folder you can write to") from None
             copied.append(f.name)
     print(f"tutorials in {dest.resolve()}: {len(copied)} copied"
           + (f", {len(kept)} already there and kept (--force replaces them)" if kept else ""),

@@ -184,6 +184,10 @@ def load_kernels(path: str) -> dict[str, Kernel]:
             text = f.read()
     except OSError as e:
         raise LanguageError(f"cannot read {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise LanguageError(f"cannot read {path}: it is not UTF-8 text (byte {e.start} is "
+                            f"{e.object[e.start:e.start + 1]!r})",
+                            help="a file of kernels is Python source, saved as UTF-8") from None
     source = KernelSource(text, path)
     defs = {d.name: d for d in parse_kernels(source, all_functions=True)}   # syntax errors
     # a file of tile-language kernels may leave the language's names to the lab, as a

@@ -18,9 +18,10 @@ then ``scale(x, y, 2.0, n, grid=(n + 255) // 256, block=256).sync()``. Registere
 from __future__ import annotations
 
 from IPython.core.magic import Magics, cell_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from cutile_lab.errors import CompileError, CutileLabError
+from cutile_lab.notebook.options import parse_cell_options
 
 SHOW = ("diagnostics", "resources", "sass", "timings", "ptx")
 
@@ -154,7 +155,7 @@ class CudaMagics(Magics):
         (aliasing, moves, in-flight borrows) and chains with tile kernels and PyTorch work
         (``cl.torch_op``) on one stream; ``%tile_time`` and ``%tile_roofline`` take it.
         """
-        args = parse_argstring(self.cuda, line)
+        args = parse_cell_options(self.cuda, line)
         run_cuda_cell(self.shell, args, cell, filenames=self._filenames)
 
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 import os
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
-from cutile_lab.notebook.options import SHOW_CHOICES, default_arch, split_line_options
+from cutile_lab.notebook.options import (SHOW_CHOICES, default_arch, parse_cell_options,
+                                         split_line_options)
 from cutile_lab.notebook.tilecell import run_tilekernel
 
 
@@ -64,7 +65,7 @@ class TileMagics(Magics):
             def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], y: Tensor[f32, "?"]):
                 z.store(load_tile_like(x, z) + load_tile_like(y, z))
         """
-        args = parse_argstring(self.tilekernel, line)
+        args = parse_cell_options(self.tilekernel, line)
         run_tilekernel(self.shell, args, cell, filenames=self._filenames)
 
     # --- line magics (implemented in notebook.measure_view / notebook.device_view) ----------------

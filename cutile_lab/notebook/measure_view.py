@@ -38,8 +38,19 @@ def resolve_launch(value) -> Callable[[], Any]:
 
 # --- %tile_time ---------------------------------------------------------------------------------
 
+def _check_time_options(opts) -> None:
+    """``-n``, ``-w``, ``--flops`` and ``--bytes`` are counts: a value none could be is a
+    ``UsageError`` (``-n 0`` left no run to take the median of)."""
+    for flag, value, low in (("-n/--repeats", opts.repeats, 1), ("-w/--warmup", opts.warmup, 0),
+                             ("--flops", opts.flops, 0), ("--bytes", opts.bytes_, 0)):
+        if value is not None and not value >= low:
+            raise UsageError(f"%tile_time {flag} {value}: must be {'at least 1' if low else '>= 0'}"
+                             ", e.g. %tile_time -n 50 -w 5 add(z.partition(128), x, y)")
+
+
 def run_tile_time(shell, opts, expr: str):
     import linecache
+    _check_time_options(opts)
     filename = "<%tile_time>"    # errors about the launch quote the expression itself
     linecache.cache[filename] = (len(expr), None, [expr + "\n"], filename)
     try:
@@ -50,6 +61,10 @@ def run_tile_time(shell, opts, expr: str):
         value = eval(code, shell.user_global_ns, shell.user_ns)
     except CutileLabError as e:
         _show_lab_error(e, "%tile_time")
+    except Exception as e:      # the user's expression failed (a NameError...): say so, with
+        # no traceback through the magic's own frames
+        raise TileCellError(f"%tile_time: evaluating `{expr}` raised {type(e).__name__}: {e}"
+                            ) from None
     make = resolve_launch(value)
     try:
         return _tile_time(opts, make)
@@ -207,6 +222,10 @@ def device_bundle() -> dict:
 
 def run_tile_device(shell, line: str = "") -> None:
     from cutile_lab.notebook.report import publish
+    if line.strip():        # `%tile_device 1` showed device 0 as if it were device 1
+        raise UsageError(f"%tile_device takes no arguments, got {line.strip()!r}: it shows the "
+                         "GPU this process launches on (choose another with "
+                         "CUDA_VISIBLE_DEVICES before starting the notebook server)")
     publish(device_bundle())
 
 
@@ -235,10 +254,14 @@ def _publish_figure(fig, text: str, save: str | None) -> None:
     from cutile_lab.notebook.report import publish
     from cutile_lab.performance import figure_png
     png = figure_png(fig)
-    if save:
-        with open(save, "wb") as f:
-            f.write(png)
     publish({"image/png": base64.b64encode(png).decode("ascii"), "text/plain": text})
+    if save:
+        try:
+            with open(save, "wb") as f:
+                f.write(png)
+        except OSError as e:        # the plot is shown: only the copy on disk is missing
+            raise UsageError(f"--save {save}: cannot write it: {e.strerror}; the plot is shown "
+                             "above, give a path in a folder that exists") from None
 
 
 def _parse_plot_line(line: str) -> tuple[str, str | None]:

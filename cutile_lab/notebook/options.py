@@ -108,6 +108,17 @@ def _arch_from_proc() -> str | None:
     return "sm_" + peaks.compute_capability.replace(".", "")
 
 
+def parse_cell_options(magic_func, line: str):
+    """A cell magic's option line parsed with its own parser; a line that cannot be split into
+    words (an unclosed quote) is a ``UsageError`` that says so, not shlex's ``ValueError``."""
+    from IPython.core.magic_arguments import parse_argstring
+    try:
+        return parse_argstring(magic_func, line)
+    except ValueError as e:
+        raise UsageError(f"%%{magic_func.__name__} {line.strip()}: {e} in the options; close "
+                         "the quote, or quote a value that holds spaces as a whole") from None
+
+
 def split_line_options(line: str, magic_func) -> tuple[Any, str]:
     """Options at the start of ``line`` parsed with the magic's own parser; the rest, verbatim,
     is the expression (so quotes and spaces inside it are kept)."""

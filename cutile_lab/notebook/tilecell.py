@@ -10,6 +10,8 @@ error that ends a failed cell so "Run All" stops there. The stages do the work (
 """
 from __future__ import annotations
 
+import builtins
+
 import os
 from typing import NamedTuple
 
@@ -269,6 +271,10 @@ def _check_and_compile(shell, name: str, kernel, args, spec: dict, show) -> _Out
             out.notes.append("launches of this kernel run on the CPU simulator (--sim)")
         shell.user_ns[name] = _bind_backend(kernel, "sim" if args.sim else None)
         out.defined = True
+        if hasattr(builtins, name):
+            out.notes.append(f"`{name}` now names this kernel in the notebook, hiding "
+                             f"Python's builtin `{name}`: rename the kernel, or `del {name}` "
+                             "to get the builtin back")
     return out
 
 

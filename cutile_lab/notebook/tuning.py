@@ -49,6 +49,46 @@ def configurations(choices: Mapping[str, Iterable]) -> list[dict]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
 
 
+def _takes(fn, name: str) -> bool:
+    """Whether ``fn`` can be called with the keyword ``name`` (True when its signature cannot
+    be read)."""
+    import inspect
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.kind == p.VAR_KEYWORD or (p.name == name and p.kind in (
+        p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)) for p in params)
+
+
+def check_choices(kernel, make_args, choices: Mapping) -> None:
+    """A sweep's kernel and choices before anything compiles: a ``LanguageError`` for what is
+    not a kernel, a ``LaunchError`` for no choices, a choice with no values, or a name that is
+    neither a const generic nor a keyword of ``make_args``."""
+    from cutile_lab.errors import LanguageError, LaunchError
+    generics = getattr(kernel, "const_generics", None)
+    if generics is None or getattr(kernel, "definition", None) is None:
+        raise LanguageError(f"cannot sweep {type(kernel).__name__}: not a kernel",
+                            help="sweep a kernel defined by %%tilekernel, @cl.kernel or "
+                                 "@ct.kernel")
+    example = f"sweep({kernel.name}, make_args, {(generics or ['B'])[0]}=[64, 128])"
+    if not choices:
+        raise LaunchError("sweep: no choices to sweep", help=f"give them as keywords, e.g. "
+                                                               f"{example}")
+    for name in choices:
+        values = choices[name]
+        if not isinstance(values, (str, bytes)) and isinstance(values, Iterable) \
+                and not list(values):
+            raise LaunchError(f"sweep: {name}={values!r} gives no values to sweep",
+                              help=f"give at least one, e.g. {example}")
+        if name not in generics and (make_args is None or not _takes(make_args, name)):
+            raise LaunchError(f"sweep: `{name}` is not a const generic of `{kernel.name}`"
+                              + (" nor a keyword of `make_args`" if make_args else ""),
+                              help=f"the const generics of `{kernel.name}` are "
+                                   f"{', '.join(generics) or 'none'}; other choices go to "
+                                   "`make_args` as keywords")
+
+
 def progress_bar(total: int, label: str, enabled: bool = True, file=None):
     """A ``tqdm.auto`` bar over ``total`` steps: an ipywidgets bar in a notebook, one rewritten
     text line (on ``file``, default stderr) elsewhere; disabled when ``enabled`` is false or
@@ -105,8 +145,15 @@ def _compile_all(kernel, configs: list[dict], arch: str, executor, progress: boo
     bar = progress_bar(len(keys), f"compiling {kernel.name}", progress)
     with fanout.spawnable_main():
         try:
-            futures = {executor.submit(fanout.compile_config, consts=dict(k), **common): k
-                       for k in keys}
+            futures = {}
+            for k in keys:
+                try:
+                    futures[executor.submit(fanout.compile_config, consts=dict(k),
+                                            **common)] = k
+                except Exception as e:     # the executor refused the work: this row's fault
+                    results[k] = {"ok": False, "compile_s": None,
+                                  "error": f"executor failed: {type(e).__name__}: {e}"}
+                    bar.update()
             for fut in as_completed(futures):
                 k = futures[fut]
                 try:
@@ -153,8 +200,7 @@ def sweep(kernel, make_args: Callable | None = None, executor=None, progress: bo
     """
     import pandas as pd
     from cutile_lab.notebook.options import default_arch
-    if not choices:
-        raise ValueError("give the choices to sweep, e.g. sweep(add, make_args, B=[64, 128])")
+    check_choices(kernel, make_args, choices)
     configs = configurations(choices)
     arch = arch or default_arch()
     runner = fanout.runner_for(executor, gpus) if make_args is not None else None

@@ -42,6 +42,7 @@ class CreateOp(DeviceOp):
         self.kind = kind
         self.shape = normalize_shape(shape)
         self.dtype = as_dtype(dtype)
+        _check_size(self.shape, self.dtype, f"cl.{kind}")
         self.fill_value = fill_value
         self.host = host                 # from_numpy: the NumPy array
         self.seed = seed
@@ -108,6 +109,26 @@ class CreateOp(DeviceOp):
         return t
 
 
+_MAX_BYTES = 1 << 48       # 256 TiB: more than any device or host holds
+
+
+def _check_size(shape: tuple, dtype: DType, what: str) -> None:
+    """A shape whose bytes no memory holds is refused where it is written, not by NumPy's or
+    the driver's error from inside the lab."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > _MAX_BYTES:
+        raise LaunchError(f"{what}: shape {shape} of {dtype} is {nbytes:.3g} bytes, more than "
+                          "any memory holds", help="check the shape (a size multiplied twice?)")
+
+
+def _real(value, what: str, name: str):
+    """``value`` if it is a real number (bool, int, float, NumPy scalar), else a LaunchError."""
+    if isinstance(value, (bool, int, float, np.integer, np.floating, np.bool_)):
+        return value
+    raise LaunchError(f"{what}: {name}={value!r} is not a real number",
+                      help=f"give {name} as an int or a float")
+
+
 def new_tensor(ctx: ExecContext, shape: tuple, dtype: DType, where=None) -> Tensor:
     """An uninitialised tensor for a chain being enqueued: from the memory pool, stream-ordered
     on the chain's stream (on the capture's allocation stream while a graph is captured: the
@@ -125,13 +146,17 @@ def ones(shape, dtype=None) -> DeviceOp:
 
 
 def full(shape, fill_value, dtype=None) -> DeviceOp:
-    return CreateOp("full", shape, dtype, fill_value=fill_value)
+    return CreateOp("full", shape, dtype, fill_value=_real(fill_value, "cl.full", "fill_value"))
 
 
 def arange(start, stop=None, step=1, dtype=None) -> DeviceOp:
     """``arange(n)`` or ``arange(start, stop, step)``; dtype defaults to i32 for ints."""
     if stop is None:
         start, stop = 0, start
+    for name, v in (("start", start), ("stop", stop), ("step", step)):
+        _real(v, "cl.arange", name)
+    if step == 0:
+        raise LaunchError("cl.arange: step=0 gives no values", help="give a non-zero step")
     n = len(range(0, math.ceil((stop - start) / step))) if step else 0
     if dtype is None:
         dtype = "i32" if all(isinstance(v, (int, np.integer)) for v in (start, stop, step)) \
@@ -149,9 +174,26 @@ def randn(shape, dtype=None, *, seed=None) -> DeviceOp:
     return CreateOp("randn", shape, dtype, seed=seed)
 
 
+def _host_array(obj, what: str) -> np.ndarray:
+    """``np.asarray(obj)`` for ``cl.asarray`` / ``cl.from_numpy``: what is not an array of
+    numbers (None, a string, a dict, a ragged list) is a ``LaunchError`` that says so, not
+    NumPy's ValueError or an "unknown dtype" of NumPy's object dtype."""
+    try:
+        arr = np.asarray(obj)
+    except ValueError as e:
+        raise LaunchError(f"{what}: cannot make a tensor of this {type(obj).__name__}: {e}",
+                          help="rows of a nested list must all have the same length") from None
+    if arr.dtype.kind in "OSU":     # not "V": ml_dtypes' bfloat16 is a void kind
+        raise LaunchError(f"{what}: cannot make a tensor of {type(obj).__name__} "
+                          f"({str(obj)[:40]!s})",
+                          help="pass a NumPy, PyTorch, CuPy or JAX array, or a (nested) list "
+                               "of numbers")
+    return arr
+
+
 def from_numpy(array, dtype=None) -> DeviceOp:
     """A lazy copy of a NumPy array into a new tensor (dtype: the array's unless given)."""
-    array = np.asarray(array)
+    array = _host_array(array, "cl.from_numpy")
     dt = as_dtype(dtype if dtype is not None else array.dtype)
     return CreateOp("from_numpy", array.shape, dt, host=array)
 
@@ -162,6 +204,7 @@ def empty(shape, dtype=None) -> Tensor:
     ordered after the allocation when it starts (``GpuContext.order_after_allocations``)."""
     shape = normalize_shape(shape)
     dt = as_dtype(dtype)
+    _check_size(shape, dt, "cl.empty")
     if current_backend() == "sim":
         flat = np.empty(math.prod(shape), dtype=numpy_dtype(dt))
         return Tensor(HostStorage(flat.ctypes.data, flat.nbytes, flat), dt, shape,
@@ -329,7 +372,7 @@ def asarray(obj, dtype=None) -> Tensor:
             and not isinstance(obj, np.ndarray):
         t = _wrap_dlpack(obj)
     else:
-        arr = np.asarray(obj)
+        arr = _host_array(obj, "cl.asarray")
         if dtype is None and arr.dtype == np.float64 and not isinstance(obj, np.ndarray):
             dtype = "f32"       # Python floats become f32, as in the kernels
         if dtype is None and arr.dtype == np.int64 and not isinstance(obj, np.ndarray):

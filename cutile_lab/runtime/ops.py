@@ -129,6 +129,13 @@ class DeviceOp:
     def __await__(self):
         return self.start()._await().__await__()
 
+    def wait(self):
+        """An op is lazy: nothing was started, so nothing can be waited for (``Pending.wait``
+        is what waits). A clear error rather than an ``AttributeError``."""
+        raise LaunchError(f"`{self.label}` was never started, so there is nothing to wait for",
+                          help="run it and get its result with op.sync(); or p = op.start(), "
+                               "then p.wait()", span=self.where)
+
     def graph(self):
         """Capture this op into a CUDA graph (see ``cl.graph``)."""
         return GRAPH_CAPTURE[0](self)
@@ -201,12 +208,36 @@ class ThenOp(DeviceOp):
         result = self.prev._enqueue(ctx)
         if isinstance(result, tuple) and self._n is not None and self._n != 1 \
                 and self._n == len(result):
-            nxt = self.fn(*result)
+            args = result
         else:
-            nxt = self.fn(result)
+            args = (result,)
+        try:
+            nxt = self.fn(*args)
+        except TypeError:
+            self._refuse_arity(args)        # a function that cannot take the result
+            raise                           # a TypeError from inside the user's function
         if isinstance(nxt, DeviceOp):
             return nxt._enqueue(ctx)
         return nxt
+
+
+    def _refuse_arity(self, args: tuple) -> None:
+        """A ``LaunchError`` when ``fn`` cannot be called with ``args`` (its signature says so);
+        nothing when it can (the TypeError came from inside it) or has no signature."""
+        try:
+            inspect.signature(self.fn).bind(*args)
+        except TypeError as e:
+            name = getattr(self.fn, "__name__", "fn")
+            got = (f"a tuple of {len(args[0])}" if len(args) == 1 and isinstance(args[0], tuple)
+                   else f"{len(args)} value(s)" if len(args) > 1
+                   else f"one {type(args[0]).__name__}")
+            raise LaunchError(f"`.then({name})` cannot take the result of `{self.prev.label}` "
+                              f"({got}): {e}",
+                              help="give .then() a function of one parameter (the result), or "
+                                   "of one parameter per item of a tuple result, e.g. "
+                                   "op.then(lambda z, x, y: ...)", span=self.where) from None
+        except ValueError:
+            pass
 
 
 class ZipOp(DeviceOp):

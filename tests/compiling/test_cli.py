@@ -83,3 +83,26 @@ def test_cache_info_and_clear(run):
     assert r.returncode == 0 and "entries" in r.stdout
     r = run("cache", "clear")
     assert r.returncode == 0 and "removed 1 entries" in r.stdout
+
+
+def test_check_and_compile_of_a_file_that_is_not_utf8_is_one_clear_message(run, tmp_path):
+    """A binary file was a UnicodeDecodeError traceback from inside the command."""
+    binary = tmp_path / "kernels.py"
+    binary.write_bytes(b"\xff\xfe\x00" + bytes(range(256)))
+    for command in ("check", "compile"):
+        r = run(command, str(binary))
+        assert r.returncode == 1, r.stderr
+        assert "Traceback" not in r.stderr
+        assert f"cannot read {binary}: it is not UTF-8 text" in r.stderr
+        assert "help: a file of kernels is Python source, saved as UTF-8" in r.stderr
+
+
+@pytest.mark.parametrize("emit", ["tileir", "cubin", "report"])
+def test_compile_output_into_a_missing_folder_is_one_clear_message(run, tmp_path, emit):
+    """-o into a folder that does not exist was a FileNotFoundError traceback."""
+    out = tmp_path / "missing" / f"vector_add.{emit}"
+    r = run("compile", str(KERNELS), "--kernel", "vector_add", "--spec", "B=128", "--emit", emit,
+            "-o", str(out))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"error[CL000]: cannot write {out}: No such file or directory" in r.stderr
+    assert "help: give -o a path in a folder that exists" in r.stderr

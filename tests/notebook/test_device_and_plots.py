@@ -70,6 +70,18 @@ def test_roofline_empty_and_clear(shell, measured):
     _png(cell)
 
 
+def test_a_plot_saved_where_no_folder_is_still_shown(shell, measured, tmp_path):
+    """A --save path in a missing folder was a FileNotFoundError from inside the lab, and the
+    plot was not shown."""
+    from IPython.core.error import UsageError
+    path = tmp_path / "missing" / "roofline.png"
+    cell = shell.run(f"%tile_roofline --save {path}")
+    assert isinstance(cell.error, UsageError)
+    assert f"--save {path}: cannot write it" in str(cell.error) and "shown above" in str(cell.error)
+    _png(cell)
+    assert not path.exists()
+
+
 def test_plot_bad_argument(shell):
     from IPython.core.error import UsageError
     cell = shell.run("%tile_roofline --bogus")
@@ -87,3 +99,14 @@ def test_tile_device(shell):
         assert "no GPU found" in b["text/plain"] and "Timings need a GPU" in b["text/plain"]
         assert "H100" in b["text/plain"] and "TFLOP/s" in b["text/html"]
         assert "f16 tensor" in b["text/plain"]
+
+
+
+@pytest.mark.parametrize("line", ["1", "--frob"])
+def test_tile_device_refuses_arguments(shell, line):
+    """`%tile_device 1` showed the one GPU as if it were device 1."""
+    from IPython.core.error import UsageError
+    cell = shell.run(f"%tile_device {line}")
+    assert isinstance(cell.error, UsageError)
+    assert "takes no arguments" in str(cell.error) and "CUDA_VISIBLE_DEVICES" in str(cell.error)
+    assert not cell.bundles

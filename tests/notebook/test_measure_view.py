@@ -42,3 +42,23 @@ z = cl.asarray(np.zeros({n}, np.float32))
     [row] = cell.report["benchmark"]["rows"]
     assert row["backend"] == "sim" and row["median_us"] is None and row["host_ms"] > 0
     assert "timings need a GPU" in " ".join(cell.report["notes"])
+
+
+def test_an_expression_that_raises_is_one_line_not_a_traceback_through_the_magic(shell):
+    """A NameError in the expression was shown with the magic's own frames."""
+    keep = shell.run("kept = 41 + 1")
+    assert keep.ok
+    cell = shell.run("%tile_time nothere(1)")
+    assert isinstance(cell.error, TileCellError)
+    assert cell.error.message == ("%tile_time: evaluating `nothere(1)` raised NameError: name "
+                                  "'nothere' is not defined")
+    assert shell.ns["kept"] == 42
+
+
+def test_tile_time_refuses_counts_no_run_could_have(shell):
+    """-n 0 (no run to take the median of), negative warm-ups, flops or bytes were taken."""
+    from IPython.core.error import UsageError
+    for opt in ("-n 0", "-n -3", "-w -1", "--flops -1", "--bytes -2.5", "--flops nan"):
+        cell = shell.run(f"%tile_time {opt} add(z, x, y)")
+        assert isinstance(cell.error, UsageError), (opt, cell.error)
+        assert f"%tile_time {opt.split()[0]}" in str(cell.error) and "e.g." in str(cell.error)

@@ -5,6 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from cutile_lab.errors import LanguageError, LaunchError
 from cutile_lab.notebook import sweep
 from cutile_lab.notebook.fanout import compile_config
 from cutile_lab.notebook.tuning import _largest_first, configurations, progress_bar
@@ -54,8 +55,39 @@ def test_sweep_default_process_pool(add):
 
 
 def test_sweep_needs_choices(add):
-    with pytest.raises(ValueError):
+    with pytest.raises(LaunchError, match="no choices") as e:
         sweep(add, None)
+    assert "sweep(add, make_args, B=[64, 128])" in e.value.help
+
+
+@pytest.mark.parametrize("kernel, make_args, choices, error, words", [
+    # a pandas KeyError, an AttributeError and a silent row of nothing before
+    ("add", None, {"B": []}, LaunchError, ["B=[]", "no values"]),
+    ("add", None, {"Q": [1, 2]}, LaunchError, ["`Q` is not a const generic of `add`"]),
+    ("add", lambda B, n: (), {"B": [64], "Q": [1]}, LaunchError, ["nor a keyword of `make_args`"]),
+    ("lambda", None, {"B": [64]}, LanguageError, ["not a kernel"]),
+])
+def test_sweep_refuses_bad_choices_before_compiling(add, kernel, make_args, choices, error,
+                                                    words):
+    with pytest.raises(error) as e:
+        sweep(add if kernel == "add" else (lambda: 0), make_args, progress=False, **choices)
+    for w in words:
+        assert w in e.value.message
+    assert e.value.help
+
+
+def test_sweep_keeps_an_executor_that_refuses_work_to_its_rows(add):
+    """A ``submit`` that raised ended the sweep from inside it, and lost the other rows."""
+    class Refuses(ThreadPoolExecutor):
+        def submit(self, fn, *args, **kwargs):
+            if kwargs["consts"]["B"] == 128:
+                raise RuntimeError("worker pool is shutting down")
+            return super().submit(fn, *args, **kwargs)
+
+    with Refuses(1) as ex:
+        df = sweep(add, None, executor=ex, progress=False, use_cache=False, B=[64, 128])
+    assert list(df["ok"]) == [True, False]
+    assert "executor failed: RuntimeError: worker pool is shutting down" in df["error"][1]
 
 
 def test_progress_text(capsys):

@@ -115,3 +115,13 @@ def test_registry_probe_without_npm_is_not_silent(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "npm is not installed" in proc.stderr
     assert "nodeLinker: node-modules" in (ext / ".yarnrc.yml").read_text(encoding="utf-8")
+
+
+def test_tutorials_into_a_path_that_is_a_file_is_one_clear_message(tmp_path, capsys):
+    """A DIR that is an existing file was a FileExistsError traceback; the file is kept."""
+    taken = tmp_path / "notes.txt"
+    taken.write_text("my notes")
+    assert cli.main(["tutorials", str(taken), "--no-open"]) == 1
+    err = capsys.readouterr().err
+    assert f"error[CL000]: cannot make the folder {taken}" in err and "help: give a folder" in err
+    assert taken.read_text() == "my notes"

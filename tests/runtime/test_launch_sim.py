@@ -228,6 +228,23 @@ def test_then_chains_and_tuple_unpacking():
     assert (a.to_numpy() == 1).all() and (b.to_numpy() == 0).all()
 
 
+def test_then_with_a_function_that_cannot_take_the_result_is_a_located_error():
+    """It was the lambda's TypeError raised from inside the runtime."""
+    with pytest.raises(LaunchError, match=r"cannot take the result of `cl.zeros` \(one Tensor\)") \
+            as e:
+        cl.zeros(4).then(lambda a, b, c: a).sync()
+    assert "one parameter per item" in e.value.help and e.value.span.line > 0
+    pair = cl.zip(cl.ones(3), cl.zeros(3))
+    with pytest.raises(LaunchError, match="a tuple of 2"):
+        pair.then(lambda a, b, c: a).sync()
+
+    def broken(t):                  # a TypeError of the user's own code stays theirs
+        return t + "x"
+    with pytest.raises(TypeError):
+        cl.value(3).then(broken).sync()
+    assert (cl.ones(4).sync().to_numpy() == 1).all()     # the runtime goes on
+
+
 def test_sync_on_and_start():
     s = cl.stream()
     z = cl.ones(8).sync_on(s)
@@ -235,6 +252,9 @@ def test_sync_on_and_start():
     pending = cl.zeros(8).start()
     assert "Pending" in repr(pending)
     assert (pending.wait().to_numpy() == 0).all()
+    with pytest.raises(LaunchError, match="never started") as e:      # an AttributeError before
+        cl.zeros(8).wait()
+    assert "op.sync()" in e.value.help and "p.wait()" in e.value.help
 
 
 def test_await_runs_ops_without_blocking_the_loop(rng):
@@ -286,6 +306,11 @@ def test_cutile_kernel_needs_a_grid(rng):
     np.testing.assert_array_equal(z.to_numpy(), 2 * a)
     cl.launch(ct_add, z, x, x, B=128, grid=3).sync()
     np.testing.assert_array_equal(z.to_numpy(), 2 * a)
+    for bad in ("a", (2.5,), (3, None), 2.0, (True,)):
+        # a str was int()'s ValueError from inside the lab; a float was truncated silently
+        with pytest.raises(LaunchError, match="bad grid") as e:
+            cl.launch(ct_add, z, x, x, B=128, grid=bad).sync()
+        assert "grid=(8, 4)" in e.value.help
 
 
 def test_argument_binding_errors_are_tl117_at_the_call():

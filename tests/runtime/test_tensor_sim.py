@@ -34,6 +34,43 @@ def test_creation_functions():
     np.testing.assert_array_equal(t.to_numpy(), a)
 
 
+@pytest.mark.parametrize("make, words", [
+    # each was an error from inside NumPy or the lab's own arithmetic (ValueError, TypeError)
+    (lambda: cl.full(4, "x"), ["cl.full", "fill_value='x'", "not a real number"]),
+    (lambda: cl.full(4, None), ["cl.full", "fill_value=None"]),
+    (lambda: cl.arange("a"), ["cl.arange", "stop='a'"]),
+    (lambda: cl.arange(0, 8, [1]), ["cl.arange", "step=[1]"]),
+    (lambda: cl.arange(0, 8, 0), ["cl.arange", "step=0"]),
+    (lambda: cl.ones((1 << 40, 1 << 40)), ["cl.ones", "more than any memory holds"]),
+    (lambda: cl.empty((1 << 40, 1 << 40), "f16"), ["cl.empty", "more than any memory holds"]),
+])
+def test_bad_creation_arguments_are_one_clear_error(make, words):
+    with pytest.raises(LaunchError) as e:
+        op = make()
+        op.sync() if hasattr(op, "sync") else None
+    for w in words:
+        assert w in e.value.message
+    assert e.value.help
+
+
+@pytest.mark.parametrize("obj, words", [
+    ([[1.0, 2.0], [3.0]], ["of this list", "inhomogeneous", "same length"]),   # NumPy's ValueError
+    (None, ["of NoneType"]),            # these were "unknown dtype dtype('O')"
+    ("abc", ["of str"]),
+    ({"a": 1}, ["of dict"]),
+])
+def test_what_is_not_an_array_of_numbers_says_so(obj, words):
+    for make in (cl.asarray, cl.from_numpy):
+        with pytest.raises(LaunchError) as e:
+            make(obj)
+        assert e.value.message.startswith(f"cl.{make.__name__}: cannot make a tensor")
+        for w in words:
+            assert w in str(e.value)
+    ml_dtypes = pytest.importorskip("ml_dtypes")       # a void-kind dtype that is numbers
+    bf = np.random.default_rng().standard_normal(8).astype(ml_dtypes.bfloat16)
+    assert str(cl.asarray(bf).dtype) == "bf16" and str(cl.from_numpy(bf).sync().dtype) == "bf16"
+
+
 def test_creation_is_lazy():
     op = cl.zeros(4)
     assert isinstance(op, cl.DeviceOp)

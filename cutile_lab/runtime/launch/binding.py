@@ -200,9 +200,16 @@ def plain_backend(values) -> tuple:
 def normalize_grid(grid) -> tuple[int, ...]:
     if isinstance(grid, (int, np.integer)):
         grid = (grid,)
+    if not isinstance(grid, (tuple, list)) \
+            or not all(isinstance(g, (int, np.integer)) and not isinstance(g, bool) for g in grid):
+        raise LaunchError(f"bad grid {grid!r}: one to three non-negative integer sizes",
+                          help="e.g. grid=8 or grid=(8, 4); or leave grid out: a partition's "
+                               "tiles give it")
     grid = tuple(int(g) for g in grid)
     if not 1 <= len(grid) <= 3 or any(g < 0 for g in grid):
-        raise LaunchError(f"bad grid {grid}: one to three non-negative sizes")
+        raise LaunchError(f"bad grid {grid}: one to three non-negative sizes",
+                          help="e.g. grid=8 or grid=(8, 4); or leave grid out: a partition's "
+                               "tiles give it")
     return grid
 
 
