@@ -22,6 +22,7 @@ from cutile_lab.checking.tiletypes import TileV
 from cutile_lab.diagnostics import Diagnostic, Label, Span
 from cutile_lab.diagnostics.suggest import did_you_mean
 from cutile_lab.language import surface
+from cutile_lab.language.frontend import KERNEL_DECORATORS
 from cutile_lab.language.options import option_problem
 
 Rule = Callable[[KernelContext], Iterable[Diagnostic]]
@@ -65,6 +66,23 @@ def kernel_options(ctx: KernelContext) -> Iterator[Diagnostic]:
     if problem is not None:
         where = keywords.get(problem.option, kdef.node)
         yield ctx.diag("TL004", problem.message, where, help=problem.help)
+
+
+@rule
+def other_decorators(ctx: KernelContext) -> Iterator[Diagnostic]:
+    """TL031: a decorator beside ``@kernel``. A kernel is built from its source, so any other
+    decorator (``@functools.cache``, a tracer, a name that does not even exist) would be
+    dropped without a word: what the user wrote would not be what runs."""
+    for dec in ctx.kdef.node.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = target.attr if isinstance(target, ast.Attribute) else \
+            target.id if isinstance(target, ast.Name) else None
+        if name in KERNEL_DECORATORS:
+            continue
+        yield ctx.diag("TL031", f"`@{short(dec)}` on a kernel would be ignored", dec,
+                       help="remove it: a kernel is compiled from its source and takes no "
+                            "decorator but `@kernel(...)`; wrap the launch in a host "
+                            "function instead")
 
 
 @rule
