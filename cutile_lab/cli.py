@@ -340,8 +340,11 @@ def cmd_explain(args) -> int:
         if not args.list:
             print("\nexplain one with: cutile-lab explain CODE", file=sys.stderr)
         return 0
+    from cutile_lab.errors import error_code_text
+    if args.code.strip().upper().startswith("CL"):
+        import cutile_lab  # noqa: F401  (every stage's error classes, for their CL codes)
     try:
-        sys.stdout.write(explain_text(args.code))
+        sys.stdout.write(error_code_text(args.code) or explain_text(args.code))
     except CatalogLookupError as e:
         raise CutileLabError(e.message, help=e.help) from None
     return 0

@@ -81,6 +81,10 @@ class CompileError(CutileLabError):
 
 
 class CacheError(CutileLabError):
+    """The compile cache cannot be used (its folder cannot be made or written); the compile
+    itself is fine: set ``CUTILE_LAB_CACHE_DIR`` to a writable folder, or
+    ``CUTILE_LAB_NO_CACHE=1``."""
+
     code = "CL040"
 
 
@@ -91,10 +95,16 @@ class LaunchError(CutileLabError):
 
 
 class NoDeviceError(LaunchError):
+    """No GPU (or no usable driver) for work that needs one; ``cl.set_backend("sim")`` runs
+    launches on the CPU simulator instead."""
+
     code = "CL051"
 
 
 class SimulationError(CutileLabError):
+    """The CPU simulator cannot run a kernel (an operation it does not model, a value it cannot
+    compute); ``span`` is the kernel's line."""
+
     code = "CL060"
 
 
@@ -144,3 +154,27 @@ class LaunchWarning(UserWarning):
                                lambda f, n: linecache.getline(f, n).rstrip("\r\n"))
         except Exception:       # the value is what matters; the text is a nicety
             return self.args[0]
+
+
+def error_code_text(code: str) -> str | None:
+    """What a ``CLxxx`` code (an error class's, as in ``error[CL050]: ...``) means: each class
+    of the lab that carries it, with its description; None for any other code. Classes of the
+    stages loaded so far are found (``import cutile_lab`` loads them all)."""
+    code = code.strip().upper()
+    if not code.startswith("CL"):
+        return None
+    found, todo = [], [CutileLabError, TileCellError]
+    while todo:
+        cls = todo.pop(0)
+        todo.extend(cls.__subclasses__())
+        if getattr(cls, "code", None) == code and cls not in found:
+            found.append(cls)
+    if not found:
+        return None
+    import inspect
+    out = [f"{code}: an error of the lab (not a checker diagnostic: its message and help line "
+           "say what was wrong and what to do)", ""]
+    for cls in found:
+        doc = " ".join((inspect.getdoc(cls) or "").split("\n\n")[0].split())
+        out.append(f"- {cls.__name__}: {doc}" if doc else f"- {cls.__name__}")
+    return "\n".join(out) + "\n"

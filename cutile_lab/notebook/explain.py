@@ -20,6 +20,11 @@ def tile_explain(line: str):
                 f"{CODES[c].title.replace('|', '/') if c in CODES else ''} |" for c in entries()]
         display(Markdown("| code | severity | title |\n|---|---|---|\n" + "\n".join(rows)))
         return None
+    from cutile_lab.errors import error_code_text
+    text = error_code_text(code)
+    if text is not None:            # an error class's code (error[CL050]), not the catalog's
+        display({"text/markdown": text, "text/plain": text}, raw=True)
+        return None
     try:
         markdown = explain(code)
     except CatalogLookupError as e:

@@ -129,3 +129,37 @@ def test_report_json_carries_the_explanation_for_the_extension():
     [item] = compile_report_bundle(None, k, [d])[REPORT_MIME]["diagnostics"]
     assert item["url"] is None
     assert item["explanation"].startswith("## TL010 — store into a shared")
+
+
+def _lab_error_codes() -> dict[str, list[str]]:
+    import cutile_lab  # noqa: F401  (every stage's error classes)
+    from cutile_lab.errors import CutileLabError, TileCellError
+    codes: dict[str, list[str]] = {}
+    todo = [CutileLabError, TileCellError]
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        codes.setdefault(cls.code, []).append(cls.__name__)
+    return codes
+
+
+def test_every_error_class_code_the_lab_prints_is_explained(capsys):
+    """`error[CL050]: ...` is printed by the lab; `explain CL050` said "no diagnostic code
+    CL050 is documented". Each CL code now names its classes and what they are for."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+    codes = _lab_error_codes()
+    assert {"CL000", "CL010", "CL050", "CL052", "CL070"} <= set(codes)
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "cutile_lab")
+    capsys.readouterr()
+    for code, names in codes.items():
+        assert main(["explain", code.lower()]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith(f"{code}: an error of the lab") and "not a checker diagnostic" in out
+        assert all(f"- {n}: " in out for n in names), (code, out)
+        with capture_output() as cap:
+            ip.run_line_magic("tile_explain", code)
+        assert cap.outputs[0].data["text/plain"] == out
+    assert main(["explain", "CL999"]) == 1
+    assert "no diagnostic code CL999 is documented" in capsys.readouterr().err
