@@ -94,6 +94,12 @@ class LaunchError(CutileLabError):
     code = "CL050"
 
 
+class TensorIndexError(LaunchError, IndexError):
+    """An index a tensor cannot take (out of bounds, a string, a new axis): the lab's located
+    error, and still an ``IndexError``, so ``except IndexError`` and iteration over a tensor
+    (which ends on one) work as with any Python sequence."""
+
+
 class NoDeviceError(LaunchError):
     """No GPU (or no usable driver) for work that needs one; ``cl.set_backend("sim")`` runs
     launches on the CPU simulator instead."""

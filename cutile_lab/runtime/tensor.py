@@ -17,11 +17,11 @@ import operator
 import numpy as np
 
 from cutile_lab.diagnostics import Span
-from cutile_lab.errors import LaunchError
+from cutile_lab.errors import LaunchError, TensorIndexError
 from cutile_lab.language.dtypes import DType
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime import partition as _partition
-from cutile_lab.runtime.callsite import user_site
+from cutile_lab.runtime.callsite import user_call_site, user_site
 from cutile_lab.runtime.dtypes import numpy_dtype, to_dlpack, typestr
 from cutile_lab.runtime.memory import HostStorage, Storage
 
@@ -43,6 +43,12 @@ def _c_strides(shape) -> tuple[int, ...]:
         strides.append(acc)
         acc *= max(int(n), 1)
     return tuple(reversed(strides))
+
+
+def _index_error(message: str, help: str = "index a tensor with ints, slices and one "
+                                            "`...`, e.g. t[0], t[2:8], t[..., 0]"):
+    """A ``TensorIndexError`` at the user's line (the lab's error, still an IndexError)."""
+    return TensorIndexError(message, help=help, span=user_call_site())
 
 
 def normalize_shape(shape) -> tuple[int, ...]:
@@ -229,36 +235,43 @@ class Tensor:
             key = (key,)
         n_ellipsis = sum(k is Ellipsis for k in key)
         if n_ellipsis > 1:
-            raise IndexError("an index can only have a single ellipsis ('...')")
+            raise _index_error("an index can only have a single ellipsis ('...')")
         if n_ellipsis:
             i = next(j for j, k in enumerate(key) if k is Ellipsis)
             fill = self.ndim - (len(key) - 1)
             key = key[:i] + (slice(None),) * fill + key[i + 1:]
         if len(key) > self.ndim:
-            raise IndexError(f"too many indices for a {self.ndim}-d tensor")
+            raise _index_error(f"too many indices for a {self.ndim}-d tensor {self.shape}")
         key = key + (slice(None),) * (self.ndim - len(key))
         shape, strides, offset = [], [], self.offset
         for k, n, s in zip(key, self.shape, self.strides):
             if isinstance(k, slice):
-                start, stop, step = k.indices(n)
+                try:
+                    start, stop, step = k.indices(n)
+                except TypeError:
+                    raise _index_error(f"unsupported slice {k!r}: its bounds and step must be "
+                                       "ints or None") from None
                 if step < 0:
-                    raise IndexError("negative slice steps are not supported (kernel arguments "
-                                     "need non-negative strides)")
+                    raise _index_error("negative slice steps are not supported (kernel "
+                                       "arguments need non-negative strides)",
+                                       "copy the reversed data with to_numpy()[::-1]")
                 length = len(range(start, stop, step))
                 offset += start * s if length else 0
                 shape.append(length)
                 strides.append(s * step)
             elif k is None:
-                raise IndexError("None (new axis) is not supported; use reshape")
+                raise _index_error("None (new axis) is not supported",
+                                   "use t.reshape(...) to add an axis of size 1")
             else:
                 try:
                     i = operator.index(k)
                 except TypeError:
-                    raise IndexError(f"unsupported index {k!r}: use ints and slices") from None
+                    raise _index_error(f"unsupported index {k!r}: use ints and slices") from None
                 if i < 0:
                     i += n
                 if not 0 <= i < n:
-                    raise IndexError(f"index {k} is out of bounds for a dimension of size {n}")
+                    raise _index_error(f"index {k} is out of bounds for a dimension of size "
+                                       f"{n}", f"an index of this axis is from {-n} to {n - 1}")
                 offset += i * s
         return self._view(shape, strides, offset)
 
