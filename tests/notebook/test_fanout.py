@@ -153,6 +153,20 @@ def test_gpu_pool_needs_gpus_unless_simulating(monkeypatch):
         GPUPool([3])
 
 
+@pytest.mark.parametrize("gpus", ["x", "0,1", -1, 0, 2.5, True, [0, -1], [1, 1], ["a"],
+                                  [True], b"01"])
+def test_gpus_that_name_no_gpus_are_the_labs_error(gpus):
+    """Were int()'s ValueError or a TypeError inside the pool, an empty pool ('no GPU') for a
+    count below 1, or a pool pinned to GPU -1."""
+    from cutile_lab.errors import LaunchError
+    with pytest.raises(LaunchError, match="does not name GPUs") as e:
+        GPUPool(gpus, allow_simulator=True)
+    assert e.value.span.filename == __file__ and '"all"' in e.value.help
+    n = int(np.random.default_rng().integers(1, 4))
+    assert GPUPool(n, allow_simulator=True).gpus == list(range(n))
+    assert GPUPool(iter([2, 0]), allow_simulator=True).gpus == [2, 0]
+
+
 @pytest.mark.gpu
 def test_gpu_pool_times_on_each_gpu_with_its_baseline(add):
     torch = pytest.importorskip("torch")
