@@ -166,12 +166,23 @@ def arange(start, stop=None, step=1, dtype=None) -> DeviceOp:
 
 def rand(shape, dtype=None, *, seed=None) -> DeviceOp:
     """Uniform [0, 1) random numbers (fresh each call unless ``seed`` is given)."""
-    return CreateOp("rand", shape, dtype, seed=seed)
+    return CreateOp("rand", shape, dtype, seed=_seed(seed, "rand"))
 
 
 def randn(shape, dtype=None, *, seed=None) -> DeviceOp:
     """Standard normal random numbers (fresh each call unless ``seed`` is given)."""
-    return CreateOp("randn", shape, dtype, seed=seed)
+    return CreateOp("randn", shape, dtype, seed=_seed(seed, "randn"))
+
+
+def _seed(seed, name: str):
+    """None or a non-negative int; anything else is refused here, not by NumPy at ``.sync()``."""
+    if seed is None or (isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)
+                        and seed >= 0):
+        return seed
+    raise LaunchError(f"cl.{name}: seed={seed!r} is not a non-negative int",
+                      span=user_call_site(),
+                      help=f"cl.{name}(shape, seed=0) repeats its numbers; leave seed out for "
+                           "fresh ones")
 
 
 def _host_array(obj, what: str) -> np.ndarray:
@@ -182,10 +193,11 @@ def _host_array(obj, what: str) -> np.ndarray:
         arr = np.asarray(obj)
     except ValueError as e:
         raise LaunchError(f"{what}: cannot make a tensor of this {type(obj).__name__}: {e}",
+                          span=user_call_site(),
                           help="rows of a nested list must all have the same length") from None
     if arr.dtype.kind in "OSU":     # not "V": ml_dtypes' bfloat16 is a void kind
         raise LaunchError(f"{what}: cannot make a tensor of {type(obj).__name__} "
-                          f"({str(obj)[:40]!s})",
+                          f"({str(obj)[:40]!s})", span=user_call_site(),
                           help="pass a NumPy, PyTorch, CuPy or JAX array, or a (nested) list "
                                "of numbers")
     return arr

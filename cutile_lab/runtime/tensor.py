@@ -278,9 +278,18 @@ class Tensor:
     def reshape(self, *shape) -> "Tensor":
         """A view with a new shape (contiguous tensors only); one dimension may be -1."""
         self._check("reshape", host=False)
-        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
-            shape = tuple(shape[0])
-        shape = list(int(n) for n in shape)
+        try:
+            if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+                shape = tuple(shape[0])
+            shape = [operator.index(n) for n in shape]
+        except TypeError:
+            raise LaunchError(f"reshape: bad shape {shape[0] if len(shape) == 1 else shape!r}",
+                              span=user_call_site(),
+                              help="give ints (one of them may be -1), e.g. t.reshape(4, -1) "
+                                   "or t.reshape((4, 8))") from None
+        if any(n < -1 for n in shape):
+            raise LaunchError(f"reshape: bad shape {tuple(shape)}: sizes must be >= 0 (or one "
+                              "-1)", span=user_call_site())
         if shape.count(-1) > 1:
             raise LaunchError("reshape: only one dimension can be -1")
         if -1 in shape:

@@ -129,3 +129,33 @@ def test_a_bad_index_is_the_labs_error_and_still_an_index_error(key, says):
 def test_iterating_a_tensor_still_ends_on_its_index_error():
     x = np.random.default_rng().standard_normal(5).astype(np.float32)
     assert [float(v.item()) for v in cl.asarray(x)] == x.tolist()
+
+
+@pytest.mark.parametrize("make", [cl.rand, cl.randn])
+@pytest.mark.parametrize("seed", ["x", -1, 2.5, True])
+def test_a_seed_numpy_cannot_take(make, seed):
+    """Was NumPy's TypeError/ValueError from inside the lab at .sync()."""
+    _lab_error_here(lambda: make(4, seed=seed), "is not a non-negative int")
+
+
+def test_seeds_still_repeat():
+    s = int(np.random.default_rng().integers(0, 2**31))
+    np.testing.assert_array_equal(cl.randn(6, seed=s).sync().to_numpy(),
+                                  cl.randn(6, seed=np.int64(s)).sync().to_numpy())
+
+
+def test_from_numpy_of_ragged_lists():
+    """Was NumPy's ValueError (inhomogeneous shape) from inside creation.py."""
+    _lab_error_here(lambda: cl.from_numpy([[1.0, 2.0], [3.0]]), "cl.from_numpy: not an array")
+
+
+@pytest.mark.parametrize("shape,says", [((2.5,), "bad shape 2.5"), (("a",), "bad shape 'a'"),
+                                        ((2, None), "bad shape (2, None)"),
+                                        ((-2, -4), "sizes must be >= 0")])
+def test_reshape_to_a_shape_that_is_not_ints(shape, says):
+    """Were TypeError / int()'s ValueError from inside tensor.py."""
+    t = cl.asarray(np.random.default_rng().standard_normal(8).astype(np.float32))
+    with pytest.raises(LaunchError, match="reshape: ") as e:
+        t.reshape(*shape)
+    assert says in e.value.message and e.value.span.filename == __file__
+    assert t.reshape(2, -1).shape == (2, 4) and t.reshape([4, 2]).shape == (4, 2)
