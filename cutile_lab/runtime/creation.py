@@ -17,7 +17,7 @@ from cutile_lab.language.dtypes import DType
 from cutile_lab.runtime import device as _device
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime.backend import backend as current_backend
-from cutile_lab.runtime.callsite import user_site
+from cutile_lab.runtime.callsite import user_call_site, user_site
 from cutile_lab.runtime.dtypes import as_dtype, numpy_dtype
 from cutile_lab.runtime.memory import DeviceStorage, HostStorage, copy, fill
 from cutile_lab.runtime.ops import DeviceOp, ExecContext
