@@ -22,6 +22,7 @@ from cutile_lab.diagnostics import Diagnostic, Span
 from cutile_lab.errors import LanguageError
 from cutile_lab.language.constants import resolve_constants
 from cutile_lab.language.frontend import KernelDef, KernelSource, parse_kernels
+from cutile_lab.runtime.callsite import user_call_site
 from cutile_lab.runtime.launch import launch_op, set_kernel_adapter
 from cutile_lab.simulation.adapters import FUNCTION_KERNEL
 
@@ -158,6 +159,17 @@ def kernels_from_source(text: str, filename: str = "<source>", *,
     """Every kernel in ``text`` (every top-level function with Tensor/Mut parameters, and any
     ``@kernel``/``@ct.kernel`` function), by name. ``allow_empty``: none is not an error (a
     notebook cell whose kernels are made by its top level: ``add = ct.kernel(add_impl)``)."""
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise LanguageError(f"the source is bytes that are not UTF-8 text ({e.reason} at "
+                                f"byte {e.start})", span=user_call_site(),
+                                help="pass the kernels' source as a str") from None
+    if not isinstance(text, str):
+        raise LanguageError(f"kernels_from_source takes the source text, not "
+                            f"{type(text).__name__}", span=user_call_site(),
+                            help='pass a str, e.g. cl.kernels_from_source(open("k.py").read())')
     source = KernelSource(text, filename, line_offset)
     source.register()
     defs = parse_kernels(source, all_functions=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import numpy as np
+
 from cutile_lab.kernels import flash_attention as _attention
 from cutile_lab.kernels import validate as _v
 from cutile_lab.kernels.host import _arch, _chain, _merge, _pow2, _tensors, _view
@@ -26,6 +28,19 @@ class _Dims(NamedTuple):
     D: int
     Hkv: int
     Skv: int
+
+
+def _scale(fn: str, scale) -> float:
+    """``scale=`` as a finite float (TL155 for anything else; was float()'s ValueError)."""
+    try:
+        v = float(scale)
+    except (TypeError, ValueError):
+        v = float("nan")
+    if not math.isfinite(v):
+        _v.refuse("TL155", f"`{fn}`: scale={scale!r} is not a finite number",
+                  arg=("scale", None), label="this",
+                  help="pass a float, or leave scale out for 1/sqrt(head_dim)")
+    return v
 
 
 def attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask=None,
@@ -48,7 +63,10 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None, mask
                   arg=("mask", None), label="a mask with causal=True",
                   help="fold the causal mask into `mask`, or drop one of them (as PyTorch's "
                        "scaled_dot_product_attention requires)")
-    scale = float(scale) if scale is not None else 1.0 / math.sqrt(max(d.D, 1))
+    if not isinstance(causal, (bool, np.bool_)):
+        _v.refuse("TL155", f"`attention`: causal={causal!r} is not True or False",
+                  arg=("causal", None), label="this", help="pass causal=True or causal=False")
+    scale = _scale(fn, scale) if scale is not None else 1.0 / math.sqrt(max(d.D, 1))
     if mt is not None:
         _check_mask(fn, q, mt, d)
     out = empty((d.B * d.H, d.Sq, d.D) if d.four else (d.H, d.Sq, d.D), q.dtype)

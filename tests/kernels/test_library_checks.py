@@ -127,6 +127,12 @@ def test_attention_shapes_are_checked():
     _refused("TL152", lambda: K.attention(q, q, q, mask=m), "mask=m")
     m2 = np.ones((32, 32), bool)
     _refused("TL155", lambda: K.attention(q, q, q, mask=m2, causal=True), "mask=m2")
+    # were float()'s ValueError inside attention_host.py, and a string taken as causal=True
+    d = _refused("TL155", lambda: K.attention(q, q, q, scale="x"), 'scale="x"')
+    assert "scale='x' is not a finite number" in d.message
+    _refused("TL155", lambda: K.attention(q, q, q, scale=float("inf")), 'scale=float("inf")')
+    d = _refused("TL155", lambda: K.attention(q, q, q, causal="yes"), 'causal="yes"')
+    assert "is not True or False" in d.message
 
 
 # --- what works: any rank, dim=, long rows ------------------------------------------------------

@@ -90,3 +90,20 @@ def test_kernels_are_launched_not_called_directly_on_host_stubs():
     with pytest.raises(RuntimeError, match="inside a tile kernel"):
         with unsafe():
             pass
+
+
+@pytest.mark.parametrize("text,says", [(None, "takes the source text, not NoneType"),
+                                       (42, "takes the source text, not int"),
+                                       (b"\xffdef", "bytes that are not UTF-8 text")])
+def test_kernels_from_source_of_something_that_is_not_text(text, says):
+    """Was AttributeError ('NoneType' has no 'splitlines') inside the frontend, or bytes read
+    as a source with no kernel."""
+    from cutile_lab.errors import LanguageError
+    with pytest.raises(LanguageError, match=says) as e:
+        cl.kernels_from_source(text)
+    assert e.value.span.filename == __file__ and e.value.help
+
+
+def test_kernels_from_source_of_utf8_bytes_is_its_text():
+    src = 'def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):\n    z.store(load_tile_like(x, z))\n'
+    assert list(cl.kernels_from_source(src.encode())) == ["add"]
