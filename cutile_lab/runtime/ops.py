@@ -26,7 +26,7 @@ from cutile_lab.runtime import driver
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime.backend import _OBJECTS as _BACKENDS
 from cutile_lab.runtime.backend import backend as current_backend
-from cutile_lab.runtime.callsite import as_span, describe, user_site
+from cutile_lab.runtime.callsite import as_span, describe, user_call_site, user_site
 from cutile_lab.runtime.ownership import Flight
 
 
@@ -301,8 +301,24 @@ def as_core_stream(s):
             return Stream.from_handle(h)
     if isinstance(s, int):
         return Stream.from_handle(s)
-    raise LaunchError(f"not a stream: {s!r}",
-                      help="pass cl.stream(), a cuda.core Stream, a torch or CuPy stream")
+    raise not_a_stream(s)
+
+
+def not_a_stream(s) -> LaunchError:
+    return LaunchError(f"not a stream: {s!r}", span=user_call_site(),
+                       help="pass cl.stream(), a cuda.core Stream, a torch or CuPy stream")
+
+
+def check_stream(s) -> None:
+    """On the simulator a stream is not used, but what the GPU backend would refuse
+    (``as_core_stream``) is refused here too, so a notebook that runs on the simulator runs on
+    a GPU."""
+    if isinstance(s, SimStream) or hasattr(s, "__cuda_stream__") or (
+            isinstance(s, int) and not isinstance(s, bool)):
+        return
+    if any(isinstance(getattr(s, a, None), int) for a in ("cuda_stream", "ptr")):
+        return
+    raise not_a_stream(s)
 
 
 # --- starting and waiting ----------------------------------------------------------------------

@@ -19,7 +19,7 @@ from cutile_lab.runtime import ownership
 from cutile_lab.runtime.backend import SIM
 from cutile_lab.runtime.dtypes import numpy_dtype
 from cutile_lab.runtime.memory import HostStorage, host_address
-from cutile_lab.runtime.ops import ExecContext, Pending
+from cutile_lab.runtime.ops import ExecContext, Pending, check_stream
 from cutile_lab.runtime.ownership import Flight
 from cutile_lab.runtime.partition import Partition
 from cutile_lab.runtime.tensor import Tensor
@@ -32,6 +32,8 @@ PERSISTENT_INSTANCES = 4
 def start(op, stream, for_sync: bool) -> Pending:
     """Run ``op``'s chain now, in a flight of its own (its borrows are held until the host
     waits for it)."""
+    if stream is not None:
+        check_stream(stream)
     flight = Flight(op.label, op._where, SIM)
     ownership.register(flight)
     ctx = ExecContext(SIM, None, flight)

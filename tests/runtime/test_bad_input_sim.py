@@ -159,3 +159,21 @@ def test_reshape_to_a_shape_that_is_not_ints(shape, says):
         t.reshape(*shape)
     assert says in e.value.message and e.value.span.filename == __file__
     assert t.reshape(2, -1).shape == (2, 4) and t.reshape([4, 2]).shape == (4, 2)
+
+
+@pytest.mark.parametrize("stream", ["abc", 2.5, True, object()])
+def test_sync_on_something_that_is_not_a_stream(stream):
+    """The simulator took any value as a stream (the GPU backend refuses it): a notebook that
+    ran on the simulator failed on a GPU."""
+    with pytest.raises(LaunchError, match="not a stream") as e:
+        cl.zeros(4).sync_on(stream)
+    assert e.value.span.filename == __file__ and e.value.help
+    with pytest.raises(LaunchError, match="not a stream"):
+        cl.zeros(4).start(stream)
+
+
+def test_sync_on_a_stream_still_runs():
+    v = float(np.random.default_rng().standard_normal())
+    s = cl.stream()
+    assert cl.full(3, v).sync_on(s).to_numpy().tolist() == [np.float32(v)] * 3
+    assert cl.full(3, v).sync_on(0).to_numpy()[0] == np.float32(v)
