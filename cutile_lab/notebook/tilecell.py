@@ -43,6 +43,16 @@ class FailedKernel:
         return f"<FailedKernel {self.name}: {self.message}>"
 
 
+def _holds_a_kernel(value) -> bool:
+    """Whether a name holds a kernel (the lab's, a %%cuda cell's, a cuTile one, or an earlier
+    failure), which a failed cell marks unusable; anything else is the user's own data or
+    function and is left as it was."""
+    if value is None or isinstance(value, FailedKernel) or hasattr(value, "definition"):
+        return value is not None
+    module = type(value).__module__ or ""
+    return callable(value) and module.split(".")[0] in ("cutile_lab", "cuda")
+
+
 def _failed_names(cell: str) -> list[str]:
     """The kernels a cell that could not be parsed as kernels was defining (its ``def`` names)."""
     import re
@@ -180,7 +190,7 @@ def _parse_cell(shell, cell: str, source, ctx: _CellReport) -> dict:
     except CutileLabError as e:
         source.register()
         for name in _failed_names(cell):
-            if name in shell.user_ns:
+            if _holds_a_kernel(shell.user_ns.get(name)):
                 shell.user_ns[name] = FailedKernel(name, filename)
         _fail(error_to_diagnostic(e), source, ctx)
 
@@ -291,8 +301,11 @@ def _publish_outcomes(shell, outcomes: list[_Outcome], args, source,
                                  f"kernel defined in {old.source.filename} is not used)")
             elif old is None:
                 out.notes.append(f"`{out.name}` was not defined")
-            if old is not None:
+            if _holds_a_kernel(old):
                 shell.user_ns[out.name] = FailedKernel(out.name, source.filename)
+            elif old is not None:
+                out.notes.append(f"`{out.name}` was not defined: it still holds your "
+                                 f"{type(old).__name__}, as before this cell")
         if args.kernel and out.name != args.kernel:
             continue
         publish(compile_report_bundle(out.compiled, out.kernel, out.diagnostics, source,

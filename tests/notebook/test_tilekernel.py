@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 from IPython.core.error import UsageError
 
@@ -277,7 +278,6 @@ def test_cell_without_kernels(shell):
     ("--arch sm_1", ["--arch", "sm_90"]),
     ("--bogus", ["unrecognized", "--bogus"]),
     ("--kernel nope", ["--kernel", "nope", "add"]),
-    ("--arch 'sm_90", ["No closing quotation", "close the quote"]),   # shlex's ValueError before
 ])
 def test_bad_options_raise_usage_error(shell, line, words):
     cell = shell.run(f"%%tilekernel {line}\n" + ADD)
@@ -360,15 +360,36 @@ def test_line_magic_help(shell):
         assert opt in doc
 
 
-def test_a_kernel_named_like_a_builtin_says_what_it_hides(shell):
-    """`def print(...)` as a kernel silently turned every later `print(...)` of the notebook
-    into a launch; the report now says so and how to get the builtin back."""
-    cell = shell.run('%%tilekernel\ndef print(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):\n'
-                     '    z.store(load_tile_like(x, z))\n')
-    assert cell.ok, cell.error
-    assert any("hiding Python's builtin `print`" in n and "`del print`" in n
-               for n in cell.report["notes"])
-    assert shell.run("del print").ok
-    assert shell.run("print('back')").stdout == "back\n"
-    plain = shell.run("%%tilekernel\n" + ADD)
-    assert not any("builtin" in n for n in plain.report["notes"])
+@pytest.mark.parametrize("line", ["%%tilekernel --arch 'sm_90", '%%tilekernel --spec "B=64',
+                                  "%%cuda --std 'c++17"])
+def test_an_unclosed_quote_in_the_options_is_a_usage_error(shell, line):
+    """Was shlex's ValueError with a traceback through IPython's argument parser; the kernels
+    and data the notebook holds stay as they were."""
+    from IPython.core.error import UsageError
+    assert shell.run("%%tilekernel\n" + ADD).ok
+    assert shell.run("import numpy as np\nkept = np.random.default_rng().standard_normal(5)").ok
+    before = (shell.ns["add"], shell.ns["kept"].copy())
+    body = ADD if "tilekernel" in line else "__global__ void k(float* x) { x[0] = 1; }\n"
+    cell = shell.run(line + "\n" + body)
+    assert isinstance(cell.error, UsageError) and "No closing quotation" in str(cell.error)
+    assert str(cell.error).startswith(line.split()[0] + " ") and "close the quote" in str(cell.error)
+    assert "Traceback" not in cell.stdout + cell.stderr
+    assert shell.ns["add"] is before[0] and (shell.ns["kept"] == before[1]).all()
+
+
+@pytest.mark.parametrize("bad", ['def add(z: Mut[Tensor[f32, "B"]], x):\n    z.store(load_tile_like(x, z))\n',
+                                 'def add(z: Mut[Tensor[f32, "B"]]:\n    pass\n'])
+def test_a_failed_cell_leaves_the_users_own_data_of_that_name(shell, bad):
+    """A failed %%tilekernel cell defining `add` replaced whatever `add` held with a
+    FailedKernel, the user's array or function included: their data was lost. Only a kernel
+    of that name is marked unusable now."""
+    assert shell.run("import numpy as np\nadd = np.random.default_rng().standard_normal(4)\n"
+                     "def helper(v):\n    return v + 1\n").ok
+    mine = shell.ns["add"].copy()
+    cell = shell.run("%%tilekernel\n" + bad)
+    assert not cell.ok
+    assert isinstance(shell.ns["add"], np.ndarray) and (shell.ns["add"] == mine).all()
+    if "x):" in bad:
+        assert any("still holds your ndarray" in n for n in cell.report["notes"])
+    assert not shell.run("%%tilekernel\n" + bad.replace("def add", "def helper")).ok
+    assert shell.ns["helper"](1) == 2
