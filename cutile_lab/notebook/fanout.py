@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from cutile_lab.performance import timing
+from cutile_lab.runtime.device import device_indices
 
 POOL_GPU_ENV = "CUTILE_LAB_POOL_GPU"
 
@@ -398,7 +399,7 @@ class GPUPool:
     def __init__(self, gpus: int | Sequence[int] | str | None = None, *,
                  allow_simulator: bool = False):
         n = local_gpu_count()
-        indices = list(range(n)) if gpus is None or gpus == "all" else _gpu_indices(gpus)
+        indices = list(range(n)) if gpus is None or gpus == "all" else device_indices(gpus)
         if not indices:
             from cutile_lab.errors import NoDeviceError
             raise NoDeviceError("no GPU to make a pool of (this host's driver sees none)",
@@ -555,32 +556,6 @@ def _restart_dask_worker(client, worker: str) -> None:
             client.restart_workers(addrs)
     except Exception:        # a restart that fails leaves that worker's later rows to fail
         pass
-
-
-def _gpu_indices(gpus) -> list[int]:
-    """The GPUs ``gpus=`` names: a count (the first that many) or indices; anything else is the
-    lab's error at the user's line (was int()'s ValueError inside the pool, or no error)."""
-    import operator
-    from cutile_lab.errors import LaunchError
-    from cutile_lab.runtime.callsite import user_call_site
-    bad = isinstance(gpus, (bool, str, bytes))
-    if not bad:
-        try:
-            if isinstance(gpus, Iterable):
-                items = list(gpus)
-                indices = [operator.index(g) for g in items]
-                bad = any(i < 0 or isinstance(g, bool) for i, g in zip(indices, items)) \
-                    or len(set(indices)) != len(indices)
-            else:
-                indices = list(range(operator.index(gpus)))
-                bad = not indices
-        except TypeError:
-            bad = True
-    if bad:
-        raise LaunchError(f"gpus={gpus!r} does not name GPUs", span=user_call_site(),
-                          help='give "all", a count of 1 or more (the first that many GPUs) or '
-                               "a list of distinct indices from 0, e.g. gpus=[0, 1]")
-    return indices
 
 
 def runner_for(executor, gpus) -> Any:

@@ -2,7 +2,7 @@
 
 Owns: ``gpu_available()`` (never raises), ``require_gpu()`` (the clear "no GPU" error),
 ``DeviceInfo`` (name, SM count, clocks, memory, compute capability and the ``sm_XX`` arch
-string), ``describe_device()`` and ``gpu()`` — the process-wide ``GpuContext`` holding the
+string), ``describe_device()``, ``device_indices()`` (the GPUs a ``gpus=`` value names) and ``gpu()`` — the process-wide ``GpuContext`` holding the
 cuda.core ``Device``, the runtime's default stream, a small stream pool and the memory pool.
 Nothing here runs at import time; ``cuda.core`` is imported on first use.
 
@@ -25,10 +25,13 @@ everything else in the process that allocates through cuda.core.
 """
 from __future__ import annotations
 
+import operator
 import threading
 from dataclasses import dataclass
+from typing import Iterable
 
-from cutile_lab.errors import NoDeviceError
+from cutile_lab.errors import LaunchError, NoDeviceError
+from cutile_lab.runtime.callsite import user_call_site
 from cutile_lab.runtime.memory import allocate
 
 _lock = threading.Lock()
@@ -306,5 +309,29 @@ def current_arch() -> str:
     return gpu().arch
 
 
+def device_indices(gpus) -> list[int]:
+    """The GPUs a ``gpus=`` value names (``sweep``'s, ``GPUPool``'s): a count (the first that
+    many) or distinct indices; anything else is the lab's error at the user's line."""
+    bad = isinstance(gpus, (bool, str, bytes))
+    if not bad:
+        try:
+            if isinstance(gpus, Iterable):
+                items = list(gpus)
+                indices = [operator.index(g) for g in items]
+                bad = any(i < 0 or isinstance(g, bool) for i, g in zip(indices, items)) \
+                    or len(set(indices)) != len(indices)
+            else:
+                indices = list(range(operator.index(gpus)))
+                bad = not indices
+        except TypeError:
+            bad = True
+    if bad:
+        raise LaunchError(f"gpus={gpus!r} does not name GPUs", span=user_call_site(),
+                          help='give "all", a count of 1 or more (the first that many GPUs) or '
+                               "a list of distinct indices from 0, e.g. gpus=[0, 1]")
+    return indices
+
+
 __all__ = ["DeviceInfo", "GpuContext", "gpu", "make_current", "gpu_available", "require_gpu", "device_info",
-           "describe_device", "current_arch"]
+           "describe_device", "current_arch", "device_indices"]
+
