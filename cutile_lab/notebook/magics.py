@@ -96,6 +96,7 @@ class TileMagics(Magics):
         derived from the kernel (tile loads and stores over the argument shapes, mma shapes
         times loop trips) unless given. Without a GPU the launch runs once in the simulator.
         """
+        __tracebackhide__ = True  # noqa: F841  (the user's own errors start at their expression)
         from cutile_lab.notebook.measure_view import run_tile_time
         opts, expr = split_line_options(line, self.tile_time)
         return run_tile_time(self.shell, opts, expr)

@@ -49,6 +49,9 @@ def _check_time_options(opts) -> None:
 
 
 def run_tile_time(shell, opts, expr: str):
+    # the user's own exception (their expression or callable raising) is shown from their
+    # expression on: IPython leaves out frames that set __tracebackhide__
+    __tracebackhide__ = True  # noqa: F841
     import linecache
     _check_time_options(opts)
     filename = "<%tile_time>"    # errors about the launch quote the expression itself
@@ -82,6 +85,7 @@ def _show_lab_error(e: CutileLabError, what: str):
 
 
 def _tile_time(opts, make):
+    __tracebackhide__ = True  # noqa: F841  (see run_tile_time)
     from cutile_lab.notebook.report import benchmark_report_bundle, publish
     from cutile_lab.performance import MEASUREMENTS, Measurement, lookup_device
     found, reason = gpu_status()

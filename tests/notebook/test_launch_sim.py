@@ -166,3 +166,20 @@ zp = zt.partition(128)
     from cutile_lab.notebook.tilecell import TileCellError
     assert isinstance(cell.error, TileCellError)
     assert "moved" in cell.text and "Traceback" not in cell.stdout + cell.text
+
+
+@pytest.mark.parametrize("expr", ["1/0", "lambda: 1/0"])
+def test_tile_time_shows_the_users_own_error_from_their_expression(expr):
+    """The user's exception stays theirs (no lab wrapper); its traceback no longer walks
+    through the lab's magic and timing code to reach their expression."""
+    import re
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+    ip = InteractiveShell.instance()
+    ip.run_line_magic("load_ext", "cutile_lab")
+    with capture_output() as cap:
+        r = ip.run_cell(f"%tile_time {expr}")
+    assert isinstance(r.error_in_exec, ZeroDivisionError)
+    out = re.sub(r"\x1b\[[0-9;]*m", "", cap.stdout + cap.stderr)
+    assert "File <%tile_time>:1" in out and f"----> 1 {expr}" in out
+    assert "measure_view.py" not in out and "magics.py" not in out, out
