@@ -278,6 +278,7 @@ def test_cell_without_kernels(shell):
     ("--arch sm_1", ["--arch", "sm_90"]),
     ("--bogus", ["unrecognized", "--bogus"]),
     ("--kernel nope", ["--kernel", "nope", "add"]),
+    ("--arch 'sm_90", ["No closing quotation", "close the quote"]),   # shlex's ValueError before
 ])
 def test_bad_options_raise_usage_error(shell, line, words):
     cell = shell.run(f"%%tilekernel {line}\n" + ADD)
@@ -360,6 +361,18 @@ def test_line_magic_help(shell):
         assert opt in doc
 
 
+def test_a_kernel_named_like_a_builtin_says_what_it_hides(shell):
+    """`def print(...)` as a kernel silently turned every later `print(...)` of the notebook
+    into a launch; the report now says so and how to get the builtin back."""
+    cell = shell.run('%%tilekernel\ndef print(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"]):\n'
+                     '    z.store(load_tile_like(x, z))\n')
+    assert cell.ok, cell.error
+    assert any("hiding Python's builtin `print`" in n and "`del print`" in n
+               for n in cell.report["notes"])
+    assert shell.run("del print").ok
+    assert shell.run("print('back')").stdout == "back\n"
+    plain = shell.run("%%tilekernel\n" + ADD)
+    assert not any("builtin" in n for n in plain.report["notes"])
 @pytest.mark.parametrize("line", ["%%tilekernel --arch 'sm_90", '%%tilekernel --spec "B=64',
                                   "%%cuda --std 'c++17"])
 def test_an_unclosed_quote_in_the_options_is_a_usage_error(shell, line):
