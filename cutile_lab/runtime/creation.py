@@ -68,15 +68,23 @@ class CreateOp(DeviceOp):
             return np.full(self.shape, self.fill_value, dtype=np_dt)
         raise AssertionError(self.kind)
 
+    def _sim_data(self) -> np.ndarray:
+        if self.kind == "zeros":
+            return np.zeros(self.shape, dtype=numpy_dtype(self.dtype))
+        if self.kind == "ones":
+            return np.ones(self.shape, dtype=numpy_dtype(self.dtype))
+        return np.array(self._host_data(), copy=True).reshape(self.shape)
+
     def _enqueue(self, ctx: ExecContext) -> Tensor:
         where = self._where           # a ``user_site``: a Span only when a message needs one
         if ctx.backend == "sim":
-            if self.kind == "zeros":
-                data = np.zeros(self.shape, dtype=numpy_dtype(self.dtype))
-            elif self.kind == "ones":
-                data = np.ones(self.shape, dtype=numpy_dtype(self.dtype))
-            else:
-                data = np.array(self._host_data(), copy=True).reshape(self.shape)
+            try:
+                data = self._sim_data()
+            except MemoryError:
+                raise LaunchError(f"{self.label}: no host memory for a {self.dtype} tensor of "
+                                  f"shape {self.shape} on the simulator", span=self.where,
+                                  help="the simulator keeps tensors in host memory: use a "
+                                       "smaller shape") from None
             flat = data.reshape(-1)
             t = Tensor(HostStorage(flat.ctypes.data, flat.nbytes, flat), self.dtype, self.shape,
                        origin=where)
@@ -118,15 +126,31 @@ def _check_size(shape: tuple, dtype: DType, what: str) -> None:
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes > _MAX_BYTES:
         raise LaunchError(f"{what}: shape {shape} of {dtype} is {nbytes:.3g} bytes, more than "
-                          "any memory holds", help="check the shape (a size multiplied twice?)")
+                          "any memory holds", span=user_call_site(),
+                          help="check the shape (a size multiplied twice?)")
 
 
 def _real(value, what: str, name: str):
     """``value`` if it is a real number (bool, int, float, NumPy scalar), else a LaunchError."""
     if isinstance(value, (bool, int, float, np.integer, np.floating, np.bool_)):
         return value
-    raise LaunchError(f"{what}: {name}={value!r} is not a real number",
+    raise LaunchError(f"{what}: {name}={value!r} is not a real number", span=user_call_site(),
                       help=f"give {name} as an int or a float")
+
+
+def _fits(value, dtype, what: str):
+    """``value`` if an integer ``dtype`` holds it exactly (NumPy would wrap 300 into i8, or
+    1e10 and NaN into i32, without a word, or raise inside the lab at ``.sync()``)."""
+    np_dt = numpy_dtype(as_dtype(dtype))
+    if np_dt.kind in "iu":
+        info = np.iinfo(np_dt)
+        v = float(value)
+        if not (math.isfinite(v) and v.is_integer() and info.min <= int(v) <= info.max):
+            raise LaunchError(f"{what}: the fill value {value!r} does not fit {np_dt.name} "
+                              f"(an integer from {info.min} to {info.max})",
+                              span=user_call_site(),
+                              help="give a value the dtype holds, or a wider dtype")
+    return value
 
 
 def new_tensor(ctx: ExecContext, shape: tuple, dtype: DType, where=None) -> Tensor:
@@ -146,7 +170,9 @@ def ones(shape, dtype=None) -> DeviceOp:
 
 
 def full(shape, fill_value, dtype=None) -> DeviceOp:
-    return CreateOp("full", shape, dtype, fill_value=_real(fill_value, "cl.full", "fill_value"))
+    op = CreateOp("full", shape, dtype, fill_value=_real(fill_value, "cl.full", "fill_value"))
+    _fits(fill_value, op.dtype, "cl.full")
+    return op
 
 
 def arange(start, stop=None, step=1, dtype=None) -> DeviceOp:
@@ -156,7 +182,8 @@ def arange(start, stop=None, step=1, dtype=None) -> DeviceOp:
     for name, v in (("start", start), ("stop", stop), ("step", step)):
         _real(v, "cl.arange", name)
     if step == 0:
-        raise LaunchError("cl.arange: step=0 gives no values", help="give a non-zero step")
+        raise LaunchError("cl.arange: step=0 gives no values", span=user_call_site(),
+                          help="give a non-zero step")
     n = len(range(0, math.ceil((stop - start) / step))) if step else 0
     if dtype is None:
         dtype = "i32" if all(isinstance(v, (int, np.integer)) for v in (start, stop, step)) \

@@ -15,7 +15,7 @@ import numpy as np
 from cutile_lab.errors import LaunchError
 from cutile_lab.runtime.backend import GPU, backend_object
 from cutile_lab.runtime.backend import backend as current_backend
-from cutile_lab.runtime.callsite import as_span
+from cutile_lab.runtime.callsite import as_span, user_call_site
 from cutile_lab.runtime.ops import DeviceOp
 from cutile_lab.runtime.ownership import OwnershipError
 from cutile_lab.runtime.partition import Partition
@@ -203,12 +203,12 @@ def normalize_grid(grid) -> tuple[int, ...]:
     if not isinstance(grid, (tuple, list)) \
             or not all(isinstance(g, (int, np.integer)) and not isinstance(g, bool) for g in grid):
         raise LaunchError(f"bad grid {grid!r}: one to three non-negative integer sizes",
-                          help="e.g. grid=8 or grid=(8, 4); or leave grid out: a partition's "
+                          span=user_call_site(), help="e.g. grid=8 or grid=(8, 4); or leave grid out: a partition's "
                                "tiles give it")
     grid = tuple(int(g) for g in grid)
     if not 1 <= len(grid) <= 3 or any(g < 0 for g in grid):
         raise LaunchError(f"bad grid {grid}: one to three non-negative sizes",
-                          help="e.g. grid=8 or grid=(8, 4); or leave grid out: a partition's "
+                          span=user_call_site(), help="e.g. grid=8 or grid=(8, 4); or leave grid out: a partition's "
                                "tiles give it")
     return grid
 
