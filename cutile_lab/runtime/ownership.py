@@ -229,11 +229,17 @@ def release(flight: Flight) -> None:
         _retire(flight)
         key = flight.lane
         lane = _lanes.get(key)
-        if lane is not None and flight in lane:
+        if lane is None:
+            return
+        if len(lane) == 1:
+            # the common case (a simulator flight's lane of its own, one flight on a stream):
+            # no search of the list, no removal from it
+            if lane[0] is flight:
+                del _lanes[key]
+                _count -= 1
+        elif flight in lane:
             lane.remove(flight)
             _count -= 1
-            if not lane:
-                del _lanes[key]
     finally:
         _lock.release()
 

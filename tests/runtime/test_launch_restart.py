@@ -301,3 +301,23 @@ def test_scalar_values_keep_their_width_on_every_call(rng):
             if name not in special:
                 assert got.tobytes() == np.dtype(dt.numpy).type(v).tobytes(), name
     assert scalar_value(1.0, DTYPES["bf16"]) == np.uint16(0x3F80)
+
+
+def test_a_conflict_with_work_in_flight_is_refused_after_other_flights_were_released():
+    # every simulator flight has a lane of its own, released by ``release``'s lone-flight case:
+    # waiting for one flight must leave another's borrows in force (TL104 / TL105)
+    x = cl.from_numpy(np.random.default_rng().random(256, dtype=np.float32)).sync()
+    z = cl.zeros(256).sync()
+    w = cl.zeros(256).sync()
+    v = cl.zeros(256).sync()
+    pending = K.scale(z.partition_mut(128), x, 2.0).start()         # writes z, in flight
+    K.scale(v.partition_mut(128), x, 1.0).start().wait()            # another flight, released
+    with pytest.raises(OwnershipError) as e:                        # reads z: still in flight
+        K.scale(w.partition_mut(128), z, 1.0).sync()
+    assert codes(e) == ["TL104"]
+    with pytest.raises(OwnershipError) as e:                        # writes x, read in flight
+        K.scale(x.partition_mut(128), v, 1.0).sync()
+    assert codes(e) == ["TL105"]
+    pending.wait()
+    K.scale(w.partition_mut(128), z, 1.0).sync()                    # fine once it completed
+    np.testing.assert_allclose(w.to_numpy(), 2 * x.to_numpy(), rtol=1e-6)

@@ -117,3 +117,16 @@ def test_a_completed_flight_releases_itself_and_the_enqueued_ones_before_it(stre
     assert d.done and live() == [] and LANE not in ownership._lanes
     ownership.release_through(d)                     # its lane is gone: nothing to do
     assert ownership._count == 0
+
+
+def test_releasing_a_flight_leaves_the_lanes_other_flight_in_flight(stream):
+    # the lone-flight case of ``release`` (no search of the lane) must remove only that flight
+    a = Flight("a", None, "gpu", stream, LANE)        # never registered (or released before)
+    b = start(stream, "b")
+    ownership.release(a)
+    assert live() == ["b"] and ownership._count == 1 and not b.done
+    c = start(stream, "c")
+    ownership.release(c)                             # the last of two: searched and removed
+    assert live() == ["b"] and ownership._count == 1
+    ownership.release(b)                             # the lone flight: its lane goes
+    assert live() == [] and ownership._count == 0 and LANE not in ownership._lanes
