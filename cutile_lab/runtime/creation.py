@@ -138,10 +138,10 @@ def _real(value, what: str, name: str):
                       help=f"give {name} as an int or a float")
 
 
-def _fits(value, dtype, what: str):
+def _fits(value, dtype: DType, what: str):
     """``value`` if an integer ``dtype`` holds it exactly (NumPy would wrap 300 into i8, or
     1e10 and NaN into i32, without a word, or raise inside the lab at ``.sync()``)."""
-    np_dt = numpy_dtype(as_dtype(dtype))
+    np_dt = numpy_dtype(dtype)
     if np_dt.kind in "iu":
         info = np.iinfo(np_dt)
         v = float(value)
@@ -184,7 +184,7 @@ def arange(start, stop=None, step=1, dtype=None) -> DeviceOp:
     if step == 0:
         raise LaunchError("cl.arange: step=0 gives no values", span=user_call_site(),
                           help="give a non-zero step")
-    n = len(range(0, math.ceil((stop - start) / step))) if step else 0
+    n = len(range(0, math.ceil((stop - start) / step)))
     if dtype is None:
         dtype = "i32" if all(isinstance(v, (int, np.integer)) for v in (start, stop, step)) \
             else "f32"

@@ -289,7 +289,9 @@ class Tensor:
                                    "or t.reshape((4, 8))") from None
         if any(n < -1 for n in shape):
             raise LaunchError(f"reshape: bad shape {tuple(shape)}: sizes must be >= 0 (or one "
-                              "-1)", span=user_call_site())
+                              "-1)", span=user_call_site(),
+                              help="give sizes >= 0, and at most one -1 for the size to infer, "
+                                   "e.g. t.reshape(4, -1)")
         if shape.count(-1) > 1:
             raise LaunchError("reshape: only one dimension can be -1")
         if -1 in shape:
