@@ -29,7 +29,7 @@ def kept_pool(gpus) -> fanout.GPUPool:
     """The session's pool on ``gpus`` ("all", a count or a list of indices: what ``sweep``'s
     ``gpus=`` takes), made on first use and kept; repaired where a worker of it died."""
     pool = fanout.GPUPool(gpus)            # resolves and checks the indices; starts nothing
-    key = tuple(pool.gpus)
+    key = tuple(sorted(pool.gpus))         # [1, 0] is the same GPUs as [0, 1]
     with _LOCK:
         kept = _POOLS.get(key)
         if kept is None:
@@ -55,7 +55,7 @@ def runner_for(executor, gpus, keep: bool = True):
 
 
 def kept_pools() -> dict[tuple, fanout.GPUPool]:
-    """The pools this session keeps, by their GPU indices (a copy)."""
+    """The pools this session keeps, by their GPU indices in ascending order (a copy)."""
     with _LOCK:
         return dict(_POOLS)
 

@@ -314,6 +314,7 @@ def test_kept_pools_close_at_exit_registered_once(kept, monkeypatch):
     monkeypatch.setattr(kept.atexit, "register", lambda fn, **kw: registered.append((fn, kw)))
     a = kept.kept_pool([0])
     assert kept.kept_pool("all") is not a and kept.kept_pool([0]) is a
+    assert kept.kept_pool([1, 0]) is kept.kept_pool(2) is kept.kept_pool("all")  # the same GPUs
     assert registered == [(kept.close_gpu_pools, {"wait": False})]
     assert set(kept.kept_pools()) == {(0,), (0, 1)}
     fn, kw = registered[0]
