@@ -28,7 +28,7 @@ Records every run's wall time, best configuration per size with its ties (``rank
 the run's own timing noise), whether the 1- and N-GPU runs (and the in-process and N-GPU runs)
 chose the same, each worker's warm-up steps and its own time per row (``worker_s``). Prints a
 table and writes ``sweep-gpus-<device>.{json,csv}`` with the devices and the date. The default
-run makes 19 timed sweeps (about 80 s on two H200s with the compile cache filled).
+run makes 19 timed sweeps (about 90 s expected on two H200s with the compile cache filled).
 
     python benchmarks/bench_sweep_gpus.py [--out DIR] [--repeats 50] [--first-in-session]
         [--no-warm-up] [--uncompiled] [--no-user-pool]
