@@ -345,3 +345,38 @@ if __name__ == "__main__":        # (its workers import this file again)
     assert out.returncode == 0, out.stderr
     pids = [int(p) for p in out.stdout.split()]
     assert pids and _until_gone(pids) == []
+
+
+@pytest.mark.gpu
+def test_gpus_all_keeps_its_workers_on_the_gpus(add):
+    torch = pytest.importorskip("torch")
+    import cutile_lab as cl
+    from cutile_lab.notebook.fanout import local_gpu_count
+    from cutile_lab.notebook.gpu_pools import kept_pools
+    if local_gpu_count() < 1:
+        pytest.skip("no GPU")
+
+    def make_args(B, n):
+        import cutile_lab as cl
+        x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+        return cl.asarray(torch.empty(n, device="cuda")).partition(B), cl.asarray(x), \
+            cl.asarray(y)
+
+    def check(result, args):
+        zp, x, y = result
+        return torch.allclose(torch.as_tensor(zp.unpartition()), torch.as_tensor(x)
+                              + torch.as_tensor(y))
+    cl.close_gpu_pools()
+    try:
+        first = sweep(add, make_args, progress=False, check=check, gpus="all", repeats=5,
+                      B=[256, 512], n=[1 << 20, 1 << 22])
+        (pool,) = kept_pools().values()
+        pids = pool.pids
+        again = sweep(add, make_args, progress=False, check=check, gpus="all", repeats=5,
+                      B=[256, 512], n=[1 << 20, 1 << 22])
+        assert pool.pids == pids and pool.restarts == 0
+        assert first["ok"].all() and again["ok"].all(), again.get("error")
+        assert _pids(again) <= set(pids.values()) and set(again["gpu"]) <= set(pids)
+    finally:
+        assert cl.close_gpu_pools() == 1
+    assert _until_gone(list(pids.values())) == []
