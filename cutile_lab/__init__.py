@@ -55,8 +55,11 @@ def __getattr__(name):
     if name in _RUNTIME_NAMES:
         import cutile_lab.runtime as _runtime
         return getattr(_runtime, name)
+    if name == "close_gpu_pools":       # the GPU workers kept by sweep(..., gpus=...)
+        from cutile_lab.notebook.gpu_pools import close_gpu_pools
+        return close_gpu_pools
     raise AttributeError(f"module 'cutile_lab' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | _RUNTIME_NAMES)
+    return sorted(set(globals()) | _RUNTIME_NAMES | {"close_gpu_pools"})

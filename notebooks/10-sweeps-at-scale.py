@@ -102,8 +102,10 @@ table[same].equals(local[same]), sorted(set(table["worker"]) - {None}).__len__()
 # `baseline` use them) while the configurations compile, and takes its first configuration as
 # soon as it is ready. Workers fork from a server that imports the lab and PyTorch once per
 # session (a few seconds, in the first pool only); after that a worker starts in about 0.6 s
-# (measured on H200s, most of it its CUDA context). To pay even that once for many sweeps, keep a
-# pool open (`pool = GPUPool()`, then `sweep(..., gpus=pool)`; `pool.shutdown()` at the end).
+# (measured on H200s, most of it its CUDA context). The session keeps the workers, as it would a
+# Dask cluster: the next sweep on the same GPUs reuses them and pays no start. Each holds a CUDA
+# context (and PyTorch's cached memory) on its GPU until the session ends or
+# `cl.close_gpu_pools()`; `keep_pool=False` gives one sweep a pool of its own, closed at its end.
 # Each configuration is timed on one GPU; a `baseline` is timed on the same GPU, so `speedup`
 # compares like with like even when the GPUs differ. Without a GPU this cell says so.
 

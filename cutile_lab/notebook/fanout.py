@@ -386,8 +386,9 @@ def local_gpu_count() -> int:
 class GPUPool:
     """One worker process per GPU of this host, each pinned to its GPU, each running one
     configuration at a time. ``GPUPool()`` takes every GPU; ``GPUPool([0, 2])`` some;
-    ``GPUPool(2)`` the first two. Use it as ``sweep(..., gpus=pool)`` (or ``gpus="all"`` for a
-    pool made and closed by the sweep); close it with ``shutdown()`` or a ``with`` block.
+    ``GPUPool(2)`` the first two. Use it as ``sweep(..., gpus=pool)`` (``gpus="all"`` uses the
+    session's kept pool: ``notebook.gpu_pools``); close it with ``shutdown()`` or a ``with``
+    block.
 
     Its workers start on the first ``start``/``warm``/``submit`` (a sweep calls ``start``
     before it compiles) and warm up once (``warm_up``); a pool kept open pays that once.
@@ -433,6 +434,21 @@ class GPUPool:
         with spawnable_main():             # a worker process starts on its first task
             return self._pool(slot).submit(fn, *args)
 
+    def repair(self) -> None:
+        """Replace every worker that died (its executor broken, or its process gone before the
+        executor noticed), so that the next sweep finds each GPU's worker alive and warms the
+        new ones in its ``start``."""
+        for slot, p in list(self._pools.items()):
+            procs = list((getattr(p, "_processes", None) or {}).values())
+            if getattr(p, "_broken", False) or any(not q.is_alive() for q in procs):
+                self.restart(slot)
+
+    @property
+    def pids(self) -> dict[int, int]:
+        """The process id of each started worker, by GPU index."""
+        return {self.gpus[slot]: pid for slot, p in self._pools.items()
+                for pid in (getattr(p, "_processes", None) or {})}
+
     def restart(self, slot: int) -> None:
         """Replace the worker of ``slot`` (it died, or its GPU context is unusable)."""
         p = self._pools.pop(slot, None)
@@ -467,9 +483,11 @@ class GPUPool:
                 out[self.gpus[slot]] = f.result()
         return out
 
-    def shutdown(self) -> None:
+    def shutdown(self, wait: bool = True) -> None:
+        """Stop every worker (what is queued is cancelled). With ``wait``, return once they have
+        exited (their GPU memory is then free); without, at once: they exit on their own."""
         for p in self._pools.values():
-            p.shutdown(wait=True)
+            p.shutdown(wait=wait, cancel_futures=True)
         self._pools.clear()
         self._warming.clear()
 
@@ -558,16 +576,6 @@ def _restart_dask_worker(client, worker: str) -> None:
         pass
 
 
-def runner_for(executor, gpus) -> Any:
-    """Where a sweep's configurations run: a ``GPUPool`` (``gpus=``: a pool, "all", a count or
-    a list of indices), the Dask client given as ``executor``, or None (this process)."""
-    if gpus is not None:
-        return gpus if isinstance(gpus, GPUPool) else GPUPool(gpus)
-    if is_dask_client(executor):
-        return executor
-    return None
-
-
 def run_all(runner, spec: KernelSpec, configs: list[dict], payload: bytes, repeats: int,
             warmup: int, on_result: Callable[[int, dict], None]) -> None:
     if isinstance(runner, GPUPool):
@@ -584,4 +592,4 @@ def compile_executor(executor):
 
 
 __all__: Iterable[str] = ("GPUPool", "KernelSpec", "run_configuration", "local_gpu_count",
-                          "runner_for", "is_dask_client")
+                          "is_dask_client")

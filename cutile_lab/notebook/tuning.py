@@ -17,7 +17,7 @@ import os
 import time
 from typing import Any, Callable, Iterable, Mapping
 
-from cutile_lab.notebook import fanout
+from cutile_lab.notebook import fanout, gpu_pools
 from cutile_lab.performance import timing
 
 
@@ -172,7 +172,7 @@ def _compile_all(kernel, configs: list[dict], arch: str, executor, progress: boo
 def sweep(kernel, make_args: Callable | None = None, executor=None, progress: bool = True, *,
           gpus=None, baseline: Callable | None = None, arch: str | None = None,
           repeats: int = 20, warmup: int = 3, use_cache: bool = True, record: bool = True,
-          check: Callable | None = None, **choices):
+          check: Callable | None = None, keep_pool: bool = True, **choices):
     """Compile and time ``kernel`` over the cartesian product of ``choices``.
 
     ``choices`` map names to candidate values: const generics (``B=[64, 128, 256]``) and any
@@ -186,9 +186,15 @@ def sweep(kernel, make_args: Callable | None = None, executor=None, progress: bo
 
     Where configurations run: in this process by default; on every GPU of this host with
     ``gpus="all"`` (or a count, a list of indices, or a ``GPUPool``), one configuration per GPU
-    at a time (the pool's workers start and warm up while the configurations compile; a
-    ``GPUPool`` kept open across sweeps warms once); on the workers of a Dask cluster when ``executor`` is a ``Client`` (each worker
-    on its own GPU, or on the simulator where it has none). ``make_args``, ``check`` and
+    at a time, in one worker process per GPU. The first ``gpus=`` sweep on a set of GPUs starts
+    its workers (they warm up while the configurations compile) and the session keeps them:
+    the next sweep on the same GPUs reuses them, without their start (a CUDA context each,
+    PyTorch's CUDA start and cuBLAS). Each kept worker holds a CUDA context, and what PyTorch
+    cached, on its GPU until ``close_gpu_pools()`` (``cutile_lab.close_gpu_pools``) or the end
+    of the session; ``keep_pool=False`` gives a pool of this sweep's own, closed when it ends. A
+    ``GPUPool`` passed as ``gpus=`` is yours: the sweep never closes it. On the workers of a
+    Dask cluster when ``executor`` is a ``Client`` (each worker on its own GPU, or on the
+    simulator where it has none). ``make_args``, ``check`` and
     ``baseline`` then run on the worker (closures travel with cloudpickle). ``baseline(**config)``
     returns a function that enqueues the same work another way (``lambda: torch.add(x, y)``);
     it is timed on the same GPU as the configuration (``baseline_us``, ``speedup``).
@@ -203,8 +209,8 @@ def sweep(kernel, make_args: Callable | None = None, executor=None, progress: bo
     check_choices(kernel, make_args, choices)
     configs = configurations(choices)
     arch = arch or default_arch()
-    runner = fanout.runner_for(executor, gpus) if make_args is not None else None
-    own_runner = runner is not None and runner is not gpus and runner is not executor
+    runner, own_runner = gpu_pools.runner_for(executor, gpus, keep_pool) \
+        if make_args is not None else (None, False)
     try:
         if runner is not None:
             spec = fanout.KernelSpec.of(kernel, _simple_globals(kernel))
@@ -219,8 +225,8 @@ def sweep(kernel, make_args: Callable | None = None, executor=None, progress: bo
         run(kernel, make_args, configs, rows, todo, progress=progress, repeats=repeats,
             warmup=warmup, record=record, check=check, baseline=baseline)
     finally:
-        if own_runner:
-            runner.shutdown()
+        if own_runner:             # nothing waits on its workers' exit: they end on their own
+            runner.shutdown(wait=False)
     return _table(pd.DataFrame(rows), list(choices))
 
 

@@ -101,6 +101,8 @@ def test_a_pool_warms_its_workers_while_the_configurations_compile(add, sim_only
         warm = pool.warmups
         again = sweep(add, make_args, progress=False, check=check, gpus=pool, **choices)
         assert pool.warmups == warm                   # a kept pool warms once
+        from cutile_lab.notebook.gpu_pools import kept_pools
+        assert kept_pools() == {}                     # the user's pool is not the session's
     assert warming == [2, 2]
     assert set(warm) == {0, 1}
     for w in warm.values():
@@ -203,3 +205,178 @@ def test_gpu_pool_times_on_each_gpu_with_its_baseline(add):
     assert set(df["gpu"]) <= set(range(n_gpus))
     assert (df["median_us"] > 0).all() and (df["baseline_us"] > 0).all()
     assert (df["speedup"] > 0).all() and df["device"].str.len().min() > 0
+
+
+# --- the session's kept pools (sweep(..., gpus=[...]) without a pool of the user's) -------------
+
+@pytest.fixture
+def kept(monkeypatch):
+    """Two GPUs as far as a pool is concerned (its workers run the simulator: ``sim_only``), and
+    no kept pool before or after the test."""
+    from cutile_lab.notebook import fanout, gpu_pools
+    monkeypatch.setattr(fanout, "local_gpu_count", lambda: 2)
+    assert gpu_pools.kept_pools() == {}
+    yield gpu_pools
+    gpu_pools.close_gpu_pools()
+
+
+def _pids(df) -> set[int]:
+    return {int(w.rsplit(":", 1)[1]) for w in df["worker"]}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def _until_gone(pids) -> list[int]:
+    """The pids still alive after waiting (a bound, not a measurement) for them to exit."""
+    import time
+    deadline = time.monotonic() + 60
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [p for p in pids if _alive(p)]
+
+
+def test_gpus_sweeps_reuse_the_sessions_workers_until_closed(add, sim_only, kept):
+    import cutile_lab as cl
+    make_args, check = _make()
+    n = int(np.random.default_rng().integers(400, 900))
+    choices = dict(B=[32, 64, 128, 256], n=[100, n, 2048, 5000])    # 16 configurations
+    local = sweep(add, make_args, progress=False, check=check, **choices)
+    first = sweep(add, make_args, progress=False, check=check, gpus=[0, 1], **choices)
+    pool = kept.kept_pools()[(0, 1)]
+    pids = pool.pids
+    assert set(pids) == {0, 1} and all(_alive(p) for p in pids.values())
+    assert _pids(first) <= set(pids.values())
+    again = sweep(add, make_args, progress=False, check=check, gpus=2, **choices)  # same GPUs
+    assert kept.kept_pools() == {(0, 1): pool} and pool.pids == pids and pool.restarts == 0
+    assert _pids(again) <= set(pids.values())
+    _same_table(local, first)
+    _same_table(first, again)
+    # another set of GPUs has a pool of its own
+    other = sweep(add, make_args, progress=False, check=check, gpus=[1], B=[64], n=[n])
+    pools = kept.kept_pools()
+    assert set(pools) == {(0, 1), (1,)} and pools[(1,)] is not pool
+    assert _pids(other) == set(pools[(1,)].pids.values()) and not _pids(other) & set(pids.values())
+    everything = set(pids.values()) | _pids(other)
+    # closing ends every kept worker; the next sweep starts fresh ones
+    assert cl.close_gpu_pools() == 2 and kept.kept_pools() == {}
+    assert [p for p in everything if _alive(p)] == []          # shutdown waited for them
+    later = sweep(add, make_args, progress=False, check=check, gpus=[0, 1], **choices)
+    assert not _pids(later) & everything and kept.kept_pools()[(0, 1)] is not pool
+    _same_table(local, later)
+
+
+def test_a_kept_worker_that_died_is_replaced_before_the_next_sweep(add, sim_only, kept):
+    import signal
+    make_args, check = _make()
+    local = sweep(add, make_args, progress=False, check=check, **CHOICES)
+    sweep(add, make_args, progress=False, check=check, gpus=[0, 1], B=[64], n=[300, 500])
+    pool = kept.kept_pools()[(0, 1)]
+    pids = pool.pids
+    victim = int(np.random.default_rng().integers(0, 2))
+    os.kill(pids[victim], signal.SIGKILL)
+    assert _until_gone([pids[victim]]) == []
+    assert kept.kept_pool([0, 1]) is pool                # handed out repaired, not broken
+    assert pool.restarts == 1 and set(pool.pids) == {1 - victim}
+    spread = sweep(add, make_args, progress=False, check=check, gpus=[0, 1], **CHOICES)
+    assert pool.restarts == 1 and set(pool.pids) == {0, 1}
+    assert pool.pids[1 - victim] == pids[1 - victim] and pool.pids[victim] != pids[victim]
+    assert set(pool.warmups) == {0, 1}                    # the new worker warmed up too
+    assert len(spread) == 24 and spread["ok"].all() and spread["checked"].all()
+    _same_table(local, spread)
+
+
+def test_keep_pool_false_gives_the_sweep_a_pool_of_its_own(add, sim_only, kept, monkeypatch):
+    from cutile_lab.notebook import fanout
+    shutdowns, shutdown = [], fanout.GPUPool.shutdown
+
+    def watched(self, wait=True):
+        shutdowns.append((self, wait))
+        shutdown(self, wait)
+    monkeypatch.setattr(fanout.GPUPool, "shutdown", watched)
+    make_args, check = _make()
+    df = sweep(add, make_args, progress=False, check=check, gpus=[0, 1], keep_pool=False,
+               B=[64, 128], n=[300, 700])
+    assert df["ok"].all() and kept.kept_pools() == {}
+    assert [(type(p), w) for p, w in shutdowns] == [(fanout.GPUPool, False)]  # no wait for exit
+    assert _until_gone(_pids(df)) == []             # ...yet its workers do end
+    assert shutdowns[0][0].pids == {}
+
+
+def test_kept_pools_close_at_exit_registered_once(kept, monkeypatch):
+    registered = []
+    monkeypatch.setattr(kept, "_AT_EXIT", False)
+    monkeypatch.setattr(kept.atexit, "register", lambda fn, **kw: registered.append((fn, kw)))
+    a = kept.kept_pool([0])
+    assert kept.kept_pool("all") is not a and kept.kept_pool([0]) is a
+    assert kept.kept_pool([1, 0]) is kept.kept_pool(2) is kept.kept_pool("all")  # the same GPUs
+    assert registered == [(kept.close_gpu_pools, {"wait": False})]
+    assert set(kept.kept_pools()) == {(0,), (0, 1)}
+    fn, kw = registered[0]
+    assert fn(**kw) == 2 and kept.kept_pools() == {}
+
+
+def test_the_interpreter_exits_with_kept_workers_and_ends_them(add, sim_only, tmp_path):
+    import subprocess
+    import sys
+    script = tmp_path / "kept.py"
+    script.write_text(f'''
+import numpy as np
+import cutile_lab as cl
+from cutile_lab.notebook import fanout, sweep
+fanout.local_gpu_count = lambda: 2
+add = cl.kernels_from_source({ADD!r}, "kept.py")["add"]
+def make_args(B, n):
+    import cutile_lab as cl
+    return cl.asarray(np.zeros(n, np.float32)).partition(B), cl.asarray(np.ones(n, np.float32)), \\
+        cl.asarray(np.ones(n, np.float32))
+if __name__ == "__main__":        # (its workers import this file again)
+    df = sweep(add, make_args, progress=False, gpus=[0, 1], B=[64, 128], n=[300])
+    assert df["ok"].all()
+    print(*sorted(int(w.rsplit(":", 1)[1]) for w in df["worker"]))
+''')
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ))
+    assert out.returncode == 0, out.stderr
+    pids = [int(p) for p in out.stdout.split()]
+    assert pids and _until_gone(pids) == []
+
+
+@pytest.mark.gpu
+def test_gpus_all_keeps_its_workers_on_the_gpus(add):
+    torch = pytest.importorskip("torch")
+    import cutile_lab as cl
+    from cutile_lab.notebook.fanout import local_gpu_count
+    from cutile_lab.notebook.gpu_pools import kept_pools
+    if local_gpu_count() < 1:
+        pytest.skip("no GPU")
+
+    def make_args(B, n):
+        import cutile_lab as cl
+        x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+        return cl.asarray(torch.empty(n, device="cuda")).partition(B), cl.asarray(x), \
+            cl.asarray(y)
+
+    def check(result, args):
+        zp, x, y = result
+        return torch.allclose(torch.as_tensor(zp.unpartition()), torch.as_tensor(x)
+                              + torch.as_tensor(y))
+    cl.close_gpu_pools()
+    try:
+        first = sweep(add, make_args, progress=False, check=check, gpus="all", repeats=5,
+                      B=[256, 512], n=[1 << 20, 1 << 22])
+        (pool,) = kept_pools().values()
+        pids = pool.pids
+        again = sweep(add, make_args, progress=False, check=check, gpus="all", repeats=5,
+                      B=[256, 512], n=[1 << 20, 1 << 22])
+        assert pool.pids == pids and pool.restarts == 0
+        assert first["ok"].all() and again["ok"].all(), again.get("error")
+        assert _pids(again) <= set(pids.values()) and set(again["gpu"]) <= set(pids)
+    finally:
+        assert cl.close_gpu_pools() == 1
+    assert _until_gone(list(pids.values())) == []
