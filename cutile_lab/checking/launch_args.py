@@ -130,11 +130,21 @@ def overlaps_itself(a: ArgDesc, budget: int = 4000) -> bool:
     """Whether two different elements of view ``a`` share a byte (a stride of 0 along an axis of
     more than one element, ``as_strided`` rows that run into each other). Ordinary views
     (slices, steps, transposes) pass the quick test: sorted by stride, each axis steps past all
-    the smaller ones. Otherwise the question is whether some non-zero index difference ``d``
+    the smaller ones (for a matrix, the two strides compared without sorting; the launch check
+    tests a 1-D output inline: only a stride of 0 repeats an element). Otherwise the question is whether some non-zero index difference ``d``
     (``|d_k| < shape_k``) has ``Σ d_k·stride_k = 0``, searched exactly within ``budget`` steps;
     past it the answer is "overlaps", the safe side."""
-    if len(a.strides) < len(a.shape) or any(n <= 0 for n in a.shape):
+    shape, strides = a.shape, a.strides
+    if len(strides) < len(shape) or any(n <= 0 for n in shape):
         return False
+    if len(shape) == 2:         # the common case without sorting: a matrix, sliced or transposed
+        (m, n), (s0, s1) = shape, (abs(strides[0]), abs(strides[1]))
+        if m == 1 or n == 1:
+            return (s1 if m == 1 else s0) == 0 and (m > 1 or n > 1)
+        if s0 == 0 or s1 == 0:
+            return True
+        if (s0 > (n - 1) * s1) if s1 <= s0 else (s1 > (m - 1) * s0):
+            return False
     dims = sorted(((abs(st), n) for n, st in zip(a.shape, a.strides) if n > 1),
                   key=lambda t: t[0])
     if any(st == 0 for st, _ in dims):

@@ -227,12 +227,19 @@ def _array_arguments(plan: _Plan, by_name: dict[str, ArgDesc], bound: dict,
 
 def _grid_problems(p, a: ArgDesc, grids, problems: list):
     """A partition whose tiles do not divide the tensor (ragged), or whose grid differs from the
-    first partition's; returns the grid the next partitions are compared with."""
+    first partition's; returns the grid the next partitions are compared with. (The grid is
+    built in one pass; the list of ragged axes only when some axis is ragged.)"""
     ashape, tile = a.shape, a.partition_tile
-    ragged = [ax for ax, (s_, t_) in enumerate(zip(ashape, tile)) if t_ and s_ % t_]
+    if len(tile) == 1:
+        s_, t_ = ashape[0], tile[0]
+        grid = (-(-s_ // t_),) if t_ else (0,)
+        ragged = t_ and s_ % t_
+    else:
+        grid = tuple(-(-s_ // t_) if t_ else 0 for s_, t_ in zip(ashape, tile))
+        ragged = any(t_ and s_ % t_ for s_, t_ in zip(ashape, tile))
     if ragged:
-        problems.append(("ragged", p, a, ragged))
-    grid = tuple(-(-s_ // t_) if t_ else 0 for s_, t_ in zip(ashape, tile))
+        problems.append(("ragged", p, a,
+                         [ax for ax, (s_, t_) in enumerate(zip(ashape, tile)) if t_ and s_ % t_]))
     if grids is None:
         return (a, grid)
     if grids[1] != grid and grids[0] is not None:
@@ -245,7 +252,15 @@ def alias_problems(arrays: Sequence[ArgDesc]) -> list[tuple]:
     """("alias", a, b) for each pair of array arguments where some byte an output writes is
     also reachable through the other; ("self_alias", a) for an output two of whose elements
     share a byte (its tiles would write each other's memory)."""
-    problems = [("self_alias", a) for a in arrays if a.role == "mut" and overlaps_itself(a)]
+    problems = []
+    for a in arrays:
+        if a.role == "mut":
+            shape, strides = a.shape, a.strides
+            if len(shape) == 1 and len(strides) == 1:   # 1-D: only a stride of 0 repeats bytes
+                if strides[0] == 0 and shape[0] > 1:
+                    problems.append(("self_alias", a))
+            elif overlaps_itself(a):
+                problems.append(("self_alias", a))
     n = len(arrays)
     if n > 1:
         ext = [a.extent() for a in arrays]

@@ -9,6 +9,7 @@ imports it).
 """
 from __future__ import annotations
 
+import functools
 import math
 
 from cutile_lab.runtime import device as _device
@@ -80,7 +81,9 @@ def prepare_launch(op, entry, values: dict, ctx) -> None:
 def launch(op, values: dict, start, ctx) -> None:
     """Launch the checked entry of ``start`` (a ``ReusableStart``): through its ``RawLaunch``
     (ctypes ``cuLaunchKernel``, the scalar slots of these arguments packed once per start)
-    where one can be used, else ``cuda.core.launch`` (the packed arguments kept on ``start``)."""
+    where one can be used, else ``cuda.core.launch`` (the packed arguments kept on ``start``).
+    A launch with no scalar slots that the driver queued is left on ``start`` packed whole for
+    its stream (``start.ready``), for the start path to call directly next time."""
     raw = start.raw
     if raw is None:                   # the first launch of these arguments
         entry = start.entry
@@ -101,12 +104,16 @@ def launch(op, values: dict, start, ctx) -> None:
     if raw and handle is not None:
         if start.scalars:
             err = raw.launch(handle, start.scalars, ctx.flight.lane)
-        elif raw.ex is not None:      # cuLaunchKernelEx: 4 arguments for ctypes to convert
-            lane = ctx.flight.lane
-            cfg = raw.configs.get(lane)
-            err = raw.ex(cfg if cfg is not None else raw.config(lane), raw.func, raw.ptrs, None)
         else:
-            err = raw.launch_kernel(handle, raw.ptrs, None)
+            # the whole launch on this stream, packed: the next start of this record on it
+            # calls the driver straight from the start path (``LaunchOp._enqueue``)
+            lane = ctx.flight.lane
+            if raw.ex is not None:    # cuLaunchKernelEx: 4 arguments for ctypes to convert
+                go = functools.partial(raw.ex, raw.config(lane), raw.func, raw.ptrs, None)
+            else:
+                go = functools.partial(raw.launch_kernel, handle, raw.ptrs, None)
+            err = go()
+            start.ready = (lane, go) if not err else None
         if err:
             op._raw_failed(start.entry, ctx, values, start)
         return

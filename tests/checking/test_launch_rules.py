@@ -308,3 +308,95 @@ def test_overlaps_itself_is_exact_on_small_views():
                    for idx in itertools.product(*[range(n) for n in shape])]
         want = len(set(offsets)) < len(offsets)
         assert overlaps_itself(_arr("z", "mut", BASE, shape, strides)) == want, (shape, strides)
+
+
+# --- the fast paths of the launch check skip no check ---------------------------------------------
+
+GRID2 = _kernel('''def g(z: Mut[Tensor[f32, "A, B"]], w: Mut[Tensor[f32, "A, B"]]):
+    z.store(w.load())
+''')
+ONE3 = _kernel('''def t(z: Mut[Tensor[f32, "A, B, C"]]):
+    z.store(z.load())
+''')
+
+
+def _brute_self_overlap(shape, strides):
+    import itertools
+    offsets = [sum(i * s for i, s in zip(idx, strides))
+               for idx in itertools.product(*[range(n) for n in shape])]
+    return len(set(offsets)) < len(offsets)
+
+
+def test_self_overlap_through_check_launch_matches_brute_force():
+    """TL123 from the whole launch check (its inline 1-D test, the 2-D test without sorting, the
+    general search) against a brute-force walk, on fresh random views of rank 1 to 3, the
+    partition one tile of the whole view (so nothing else is wrong)."""
+    import random
+    rng = random.Random()
+    kernels = {1: ADD, 2: GRID2, 3: ONE3}
+    seen = set()
+    for _ in range(600):
+        rank = rng.randint(1, 3)
+        shape = tuple(rng.randint(1, 6) for _ in range(rank))
+        strides = tuple(rng.choice([0, 1, 2, 3, 4, 5, 6, 8, 12, 16, -1, -2, -3, -7])
+                        for _ in shape)
+        z = _arr("z", "mut", BASE, shape, strides, tid=1, tile=shape)
+        args = [z]
+        if rank == 1:
+            args += [_arr("x", "shared", BASE + 2**20, shape, tid=2),
+                     _arr("y", "shared", BASE + 2**21, shape, tid=3)]
+        if rank == 2:
+            args.append(_arr("w", "mut", BASE + 2**22, shape, tid=4, tile=shape))
+        want = _brute_self_overlap(shape, strides)
+        seen.add((rank, want))
+        codes = [d.code for d in check_launch(kernels[rank], args, Span("p.py", 1, 0))]
+        assert codes == (["TL123"] if want else []), (shape, strides, codes)
+    assert len(seen) == 6           # each rank drew both answers
+
+
+@pytest.mark.parametrize("shape,strides,tile,want", [
+    ((8,), (0,), (8,), ["TL123"]),                  # 1-D stride 0: every element one address
+    ((8,), (0,), (4,), ["TL123"]),
+    ((1,), (0,), (1,), []),                         # one element: nothing to overlap
+    ((8,), (-1,), (4,), []),                        # reversed
+    ((8,), (3,), (4,), []),                         # stepped
+    ((6, 4), (1, 6), (3, 2), []),                   # transposed
+    ((6, 4), (16, 2), (3, 2), []),                  # sliced and stepped
+    ((4, 6), (-6, 1), (2, 3), []),                  # rows reversed
+    ((6, 4), (2, 1), (3, 2), ["TL123"]),            # rows that run into each other
+    ((6, 4), (0, 1), (3, 2), ["TL123"]),            # a broadcast row
+    ((1, 4), (0, 0), (1, 2), ["TL123"]),            # one row, stride 0 along it
+    ((4, 1), (0, 5), (2, 1), ["TL123"]),
+    ((6, 4), (4, 1), (4, 2), ["TL114"] * 2),        # ragged along axis 0 (z and w)
+    ((6, 5), (5, 1), (3, 2), ["TL114"] * 2),        # ragged along axis 1
+])
+def test_fast_paths_keep_self_overlap_and_ragged(shape, strides, tile, want):
+    """Views chosen around each fast path: the 1-D test, the 2-D test, the grid built without
+    a list of ragged axes: overlapping views are still TL123, ordinary ones pass, ragged
+    partitions are still TL114."""
+    z = _arr("z", "mut", BASE, shape, strides, tid=1, tile=tile)
+    if len(shape) == 1:
+        kdef, args = ADD, [z, _arr("x", "shared", BASE + 2**20, shape, tid=2),
+                           _arr("y", "shared", BASE + 2**21, shape, tid=3)]
+    else:
+        kdef, args = GRID2, [z, _arr("w", "mut", BASE + 2**22, shape, tid=4, tile=tile)]
+    codes = [d.code for d in check_launch(kdef, args, Span("p.py", 1, 0))]
+    assert sorted(codes) == want
+
+
+@pytest.mark.parametrize("tile_w,want", [((3, 2), []), ((2, 2), ["TL119"]), ((3, 4), ["TL119"])])
+def test_grid_of_the_second_output_still_compared(tile_w, want):
+    """Two outputs whose partitions differ in grid are TL119, along either axis."""
+    args = [_arr("z", "mut", BASE, (6, 4), tid=1, tile=(3, 2)),
+            _arr("w", "mut", BASE + 2**22, (6, 4), tid=4, tile=tile_w)]
+    codes = [d.code for d in check_launch(GRID2, args, Span("p.py", 1, 0))]
+    assert [c for c in codes if c != "TL111"] == want
+
+
+def test_ragged_one_dimensional_partition_still_reported():
+    """The 1-D grid fast path: a tile that does not divide the length is TL114."""
+    n = 1000
+    args = [_arr("z", "mut", BASE, (n,), tid=1, tile=(64,)),
+            _arr("x", "shared", BASE + 2**20, (n,), tid=2),
+            _arr("y", "shared", BASE + 2**21, (n,), tid=3)]
+    assert [d.code for d in check_launch(ADD, args, Span("p.py", 1, 0))] == ["TL114"]

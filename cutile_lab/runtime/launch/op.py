@@ -19,7 +19,9 @@ order:
 5. those borrows published in the flight and checked against work in flight on other streams
    (TL104 / TL105), both under the ownership registry's lock;
 6. the launch, through the backend's one call (``Backend.launch``: the simulator, or the GPU's
-   ctypes ``driver.RawLaunch`` with a ``cuda.core.launch`` fallback).
+   ctypes ``driver.RawLaunch`` with a ``cuda.core.launch`` fallback); on the GPU, a start of a
+   record whose launch the driver queued on this very stream before calls that launch, packed
+   whole on the record (``ReusableStart.ready``), directly — after steps 3-5, like any other.
 
 The caches (the entries per layout, the start record per argument objects, the packed launch in
 it) are data this one path looks up; none is a path of its own. A start joins the previous
@@ -59,7 +61,7 @@ class ReusableStart:
     (TL103-TL105) — are not kept: they run on every start."""
 
     __slots__ = ("backend", "values", "key", "entry", "objects", "borrows", "result",
-                 "raw", "scalars", "packed", "in_flight", "join_ctx", "__weakref__")
+                 "raw", "scalars", "packed", "in_flight", "join_ctx", "ready", "__weakref__")
 
     def __init__(self, backend, values, key, entry, objects, result):
         self.backend = backend
@@ -75,6 +77,10 @@ class ReusableStart:
         self.packed = None            # gpu, cuda.core: the packed arguments
         self.in_flight = None         # ([(param, tensor, mut)], ranges): TL104/TL105 checks
         self.join_ctx = None          # gpu: the ExecContext a join enqueues in (``_join``)
+        # gpu, raw, no scalar slots: (lane, launch), this record's launch on the stream ``lane``
+        # packed whole by ``gpu.launch`` after the driver queued it: a call with no arguments
+        # that returns the driver's error code (0: queued); dropped when the driver refuses
+        self.ready = None
 
 
 class LaunchOp(DeviceOp):
@@ -230,7 +236,14 @@ class LaunchOp(DeviceOp):
             STATS["check_s"] += time.perf_counter() - t0
             STATS["checks"] += 1
         if entry.run:                         # an empty grid launches nothing
-            ctx.backend.launch(self, values, s, ctx)
+            # this record's launch packed whole for this very stream (set by ``gpu.launch``):
+            # straight to the driver, after every check above; else the backend's one call
+            ready = s.ready
+            if ready is not None and ready[0] == flight.lane and ctx.handle is not None:
+                if ready[1]():
+                    self._raw_failed(entry, ctx, values, s)
+            else:
+                ctx.backend.launch(self, values, s, ctx)
         if not joined:
             flight.keep.extend(s.objects)
             flight.keep.append(s)             # shared with later starts of the same objects
@@ -317,6 +330,7 @@ class LaunchOp(DeviceOp):
         s.packed = self._run_gpu(values, entry, ctx, s.packed)
         entry.raw = False             # cuda.core launched it: use cuda.core from now on
         s.raw = False
+        s.ready = None
 
     def _run_gpu(self, values, entry, ctx, args=None):
         """Launch through ``cuda.core.launch``; returns the packed arguments (for reuse)."""
