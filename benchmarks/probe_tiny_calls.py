@@ -5,7 +5,8 @@ against ``torch.add`` + synchronize (medians of 5 rounds of 2000 calls), then a 
     python benchmarks/probe_tiny_calls.py      # on a machine with a GPU
 """
 import time, cProfile, pstats, io, sys, ctypes, statistics
-sys.path.insert(0, ".")
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch
 import cutile_lab as cl
 import cutile_lab.kernels as K
