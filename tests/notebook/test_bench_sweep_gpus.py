@@ -159,3 +159,17 @@ def test_help_and_no_gpu(capsys):
         pytest.skip("a GPU is here")
     assert bench.main(["--out", os.devnull]) == 0
     assert "needs a GPU" in capsys.readouterr().out
+
+
+def test_the_sweeps_it_makes_pass_the_sweeps_own_checks():
+    """The benchmark's compile-only sweeps (no make_args) and its timed ones name only what
+    ``sweep`` accepts: on the first 2-GPU run the compile-only one still passed the problem
+    size, which only make_args takes, and stopped before timing anything."""
+    import cutile_lab as cl
+    from cutile_lab.errors import LaunchError
+    from cutile_lab.notebook.tuning import check_choices
+    kernel = cl.kernels_from_source(bench.GEMM, "bench_sweep_gpus.py")["gemm"]
+    check_choices(kernel, None, bench.COMPILE_CHOICES)
+    check_choices(kernel, bench.make_args, bench.CHOICES)
+    with pytest.raises(LaunchError):
+        check_choices(kernel, None, bench.CHOICES)
