@@ -7,6 +7,9 @@
   kernel -> compiled artifact -> launch -> measurement -> display). ``STAGES`` below is the order.
 - No file over ``MAX_FILE_LINES`` lines and no function over ``MAX_FUNCTION_LINES``, except in a
   module whose docstring has a line starting ``Size:`` that says why.
+- No ``except ImportError`` around an import of the package's own modules: they are always
+  there, and such a guard only hides a broken import (optional third-party packages may be
+  guarded).
 
 Each test reports every violation at once, each with its file and line. The analysis is plain
 ``ast`` over the source (nothing is imported), and is itself tested on a small made-up package.
@@ -307,6 +310,42 @@ def test_files_and_functions_are_short():
                     pytrace=False)
 
 
+def guarded_own_imports(root: Path, package: str = PACKAGE) -> list[str]:
+    """``file:line`` of each import of ``package`` inside a ``try`` with a handler naming
+    ``ImportError`` or ``ModuleNotFoundError`` (a handler of every ``Exception`` reports a
+    failure of the work around the import, which is another matter)."""
+    def catches_import_error(handler: ast.ExceptHandler) -> bool:
+        names = [] if handler.type is None else (
+            handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type])
+        return any(isinstance(n, ast.Name) and n.id in ("ImportError", "ModuleNotFoundError")
+                   for n in names)
+
+    def own(node: ast.AST) -> bool:
+        if isinstance(node, ast.Import):
+            return any(a.name == package or a.name.startswith(package + ".") for a in node.names)
+        if isinstance(node, ast.ImportFrom):
+            return node.level > 0 or (node.module or "").split(".")[0] == package
+        return False
+
+    out = []
+    for path in modules_of(root, package).values():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Try) and any(catches_import_error(h) for h in node.handlers):
+                for stmt in node.body:
+                    for inner in ast.walk(stmt):
+                        if own(inner):
+                            out.append(f"{path.relative_to(root)}:{inner.lineno}")
+    return out
+
+
+def test_no_guard_around_the_packages_own_imports():
+    bad = guarded_own_imports(ROOT)
+    assert not bad, ("imports of the package's own modules inside `try: ... except "
+                     "ImportError` (import them plainly; a missing module is a bug to see):\n  "
+                     + "\n  ".join(bad))
+
+
 # --- the checks themselves, on a made-up package ------------------------------------------
 
 TOY_STAGES = [(0, ("toy.low",), "below"), (1, ("toy.high",), "above"), (2, ("toy",), "face")]
@@ -351,3 +390,16 @@ def test_the_size_check_counts_files_and_functions_unless_a_size_line_says_why(
     assert len(bad) == expected
     if expected:
         assert any("function `long` has 13 lines" in b for b in bad)
+
+
+def test_the_guard_check_finds_a_guarded_own_import_only(tmp_path):
+    root = _toy(tmp_path, {
+        "__init__.py": "",
+        "a.py": "try:\n    from toy import b\nexcept ImportError:\n    b = None\n",
+        "b.py": "try:\n    import numpy\nexcept ImportError:\n    numpy = None\n",
+        "c.py": "def f():\n    try:\n        from . import b\n    except (ValueError, ImportError):"
+                "\n        pass\n",
+        "d.py": "try:\n    from toy import b\nexcept KeyError:\n    pass\n",
+    })
+    bad = guarded_own_imports(root, "toy")
+    assert sorted(bad) == [str(Path("toy/a.py")) + ":2", str(Path("toy/c.py")) + ":3"]

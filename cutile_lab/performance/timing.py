@@ -23,11 +23,8 @@ from cutile_lab.performance.counting import WorkCount, count_launch
 
 def gpu_status() -> tuple[bool, str]:
     """(a GPU is usable, why not)."""
-    try:
-        from cutile_lab.runtime.backend import backend
-        from cutile_lab.runtime.device import require_gpu
-    except ImportError:
-        return False, "the runtime is not installed"
+    from cutile_lab.runtime.backend import backend
+    from cutile_lab.runtime.device import require_gpu
     try:
         if backend() == "sim":
             return False, "the simulator backend is selected (cl.set_backend('gpu') to time)"
