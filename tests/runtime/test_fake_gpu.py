@@ -1,0 +1,136 @@
+"""The GPU backend's library-call path on a CPU, against the fakes of ``benchmarks/fake_gpu.py``
+(cuda.core's device, streams and buffers, the ctypes driver library and the compiler faked;
+``runtime.gpu`` and everything above it real): what the host-path work of issue 15 must keep.
+
+- the output of a library call is allocated on the stream its launch goes to, its pointer is
+  the one the launch passes, and it is freed (stream-ordered) on that stream after the launch;
+- an output is never freed while a flight still holds it (its memory cannot be reused by
+  later work while the kernel may still write it);
+- the ownership checks (TL102 / TL104 / TL105) refuse a library call exactly as a user launch;
+- ``CUTILE_LAB_BACKEND`` set or cleared in the process after the backend was chosen is still
+  honoured by the next call.
+"""
+import gc
+import importlib
+
+import numpy as np
+import pytest
+
+import cutile_lab as cl
+from cutile_lab import kernels as K
+from cutile_lab.lang import Mut, Tensor, f32, load_tile_like
+from cutile_lab.errors import LaunchError
+from cutile_lab.runtime import OwnershipError
+
+from benchmarks.fake_gpu import FakeGpu
+
+B = importlib.import_module("cutile_lab.runtime.backend")
+
+
+@cl.kernel
+def add(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], y: Tensor[f32, "?"]):
+    z.store(load_tile_like(x, z) + load_tile_like(y, z))
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    monkeypatch.delenv(B.ENV_VAR, raising=False)
+    with FakeGpu() as f:
+        yield f
+
+
+def codes(excinfo) -> list[str]:
+    return [d.code for d in excinfo.value.diagnostics]
+
+
+def vectors(fake, rng, n=None, count=2):
+    n = n or int(rng.integers(1, 8)) * 128
+    return [fake.tensor(rng.standard_normal(n).astype(np.float32)) for _ in range(count)]
+
+
+def test_the_fake_gpu_is_the_gpu_backend(fake, rng):
+    x, y = vectors(fake, rng)
+    assert cl.backend() == "gpu" and x.backend == "gpu"
+    z = K.add(x, y).sync()
+    assert z.backend == "gpu" and z.shape == x.shape and z.dtype is x.dtype
+
+
+@pytest.mark.parametrize("call", ["add", "softmax"])
+def test_a_library_output_is_allocated_launched_and_freed_on_the_launch_stream(fake, rng, call):
+    x, y = vectors(fake, rng)
+    if call == "softmax":
+        x = fake.tensor(rng.standard_normal((4, 256)).astype(np.float32))
+    run = (lambda: K.add(x, y)) if call == "add" else (lambda: K.softmax(x))
+    for start in ("sync", "pool"):
+        del fake.pool.log[:]
+        if start == "sync":
+            z = run().sync()
+            lane = fake.gpu.stream_key(fake.gpu.default_stream)
+        else:
+            p = run().start()
+            lane = p.flight.lane
+            z = p.wait()
+            del p                           # the Pending holds its result
+        ptr, nbytes = z.storage.ptr, z.storage.nbytes
+        default_lane = fake.gpu.stream_key(fake.gpu.default_stream)
+        assert (lane == default_lane) == (start == "sync")
+        assert fake.pool.log == [("alloc", ptr, nbytes, lane), ("launch", lane, ptr)]
+        del z
+        gc.collect()
+        assert fake.pool.log[2:] == [("free", ptr, lane)]
+
+
+def test_an_output_is_not_freed_while_its_flight_holds_it(fake, rng):
+    x, y = vectors(fake, rng)
+    fake.pool.busy = True                       # nothing completes
+    p = K.add(x, y).start()
+    ptr, lane = p.flight.result.storage.ptr, p.flight.lane
+    del p
+    gc.collect()
+    assert ("free", ptr, lane) not in fake.pool.log
+    # later work on another stream gets other memory
+    w = K.add(x, y).sync()
+    assert w.storage.ptr != ptr
+    fake.pool.busy = False
+    cl.synchronize()
+    del w
+    gc.collect()
+    assert ("free", ptr, lane) in fake.pool.log
+
+
+def test_ownership_checks_refuse_a_library_call_on_the_gpu_path(fake, rng):
+    x, y, z = vectors(fake, rng, count=3)
+    fake.pool.busy = True
+    writer = add(z.partition_mut(128), x, y).start()     # z written, in flight
+    with pytest.raises(OwnershipError) as e:
+        K.add(z, y).sync()                                # reads what is being written
+    assert codes(e) == ["TL104"]
+    reader = K.add(x, y).start()                          # x read, in flight
+    with pytest.raises(OwnershipError) as e:
+        add(x.partition_mut(128), y, y).sync()            # writes what is being read
+    assert codes(e) == ["TL105"]
+    fake.pool.busy = False
+    writer.wait(), reader.wait()
+    px = x.partition(128)                                 # x moved into a partition
+    with pytest.raises(OwnershipError) as e:
+        K.add(x, y).sync()
+    assert codes(e) == ["TL102"]
+    assert px.unpartition() is not None
+
+
+def test_the_backend_variable_switches_after_the_backend_was_chosen(fake, rng, monkeypatch):
+    x, y = vectors(fake, rng)
+    for _ in range(3):
+        assert K.add(x, y).sync().backend == "gpu"       # the choice made and used
+    monkeypatch.setenv(B.ENV_VAR, "sim")
+    assert cl.backend() == "sim"
+    xs = cl.asarray(rng.standard_normal(256).astype(np.float32))
+    assert K.add(xs, xs).sync().backend == "sim"
+    monkeypatch.setenv(B.ENV_VAR, "cpu")
+    assert cl.backend() == "sim"
+    monkeypatch.delenv(B.ENV_VAR)
+    assert cl.backend() == "gpu"
+    assert K.add(x, y).sync().backend == "gpu"
+    monkeypatch.setenv(B.ENV_VAR, "tpu")
+    with pytest.raises(LaunchError, match="unknown backend"):
+        cl.backend()
