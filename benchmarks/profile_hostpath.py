@@ -144,6 +144,7 @@ def main(argv=None) -> int:
     ap.add_argument("--fake-gpu", action="store_true",
                     help="the GPU backend's path against fakes of cuda.core and the driver")
     ap.add_argument("--only", help="comma-separated cases")
+    ap.add_argument("--top", type=int, default=25, help="functions a profile prints")
     ap.add_argument("--out", help="write hostpath-cpu-<date>.json here (µs per call by case)")
     args = ap.parse_args(argv)
     if args.fake_gpu:
@@ -164,7 +165,7 @@ def main(argv=None) -> int:
         for _ in range(args.n):
             fn()
         prof.disable()
-        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
         return 0
     results = {name: per_call_us(fn, args.n) for name, fn in table.items()}
     for name, us in results.items():

@@ -118,7 +118,10 @@ def test_ownership_checks_refuse_a_library_call_on_the_gpu_path(fake, rng):
     assert px.unpartition() is not None
 
 
-def test_the_backend_variable_switches_after_the_backend_was_chosen(fake, rng, monkeypatch):
+@pytest.mark.parametrize("read", ["environ dict", "os.environ.get"])
+def test_the_backend_variable_switches_after_the_backend_was_chosen(fake, rng, monkeypatch, read):
+    if read == "os.environ.get":                          # an interpreter without the dict
+        monkeypatch.setattr(B, "_ENV_DATA", None)
     x, y = vectors(fake, rng)
     for _ in range(3):
         assert K.add(x, y).sync().backend == "gpu"       # the choice made and used
@@ -131,6 +134,13 @@ def test_the_backend_variable_switches_after_the_backend_was_chosen(fake, rng, m
     monkeypatch.delenv(B.ENV_VAR)
     assert cl.backend() == "gpu"
     assert K.add(x, y).sync().backend == "gpu"
-    monkeypatch.setenv(B.ENV_VAR, "tpu")
-    with pytest.raises(LaunchError, match="unknown backend"):
-        cl.backend()
+    monkeypatch.setenv(B.ENV_VAR, "GPU")
+    assert cl.backend() == "gpu"
+    for _ in range(2):                                    # refused at every call
+        monkeypatch.setenv(B.ENV_VAR, "tpu")
+        with pytest.raises(LaunchError, match="unknown backend"):
+            cl.backend()
+    monkeypatch.setenv(B.ENV_VAR, " sim ")
+    assert cl.backend() == "sim"
+    monkeypatch.setenv(B.ENV_VAR, "")                     # empty: the automatic choice
+    assert cl.backend() == "gpu"
