@@ -144,3 +144,17 @@ def test_the_backend_variable_switches_after_the_backend_was_chosen(fake, rng, m
     assert cl.backend() == "sim"
     monkeypatch.setenv(B.ENV_VAR, "")                     # empty: the automatic choice
     assert cl.backend() == "gpu"
+
+
+def test_the_tuning_target_follows_the_device_in_use(fake, rng):
+    import dataclasses
+
+    from cutile_lab.kernels import tuning
+    x, y = vectors(fake, rng)
+    K.add(x, y).sync()
+    assert tuning.device_target() == (tuning.device_key(fake.gpu.info), "sm_90")
+    other = dataclasses.replace(fake.gpu.info, name=f"Fake GPU {rng.integers(1 << 30)}",
+                                compute_capability=(10, 0))
+    fake.gpu.info = other                       # another device in use from now on
+    assert tuning.device_target() == (tuning.device_key(other), "sm_100")
+    assert K.add(x, y).sync().backend == "gpu"
