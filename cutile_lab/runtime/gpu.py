@@ -15,6 +15,7 @@ import math
 from cutile_lab.runtime import device as _device
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime.backend import GPU
+from cutile_lab.runtime.driver import _MASK64
 from cutile_lab.runtime.dtypes import scalar_value
 from cutile_lab.runtime.launch.binding import pad3
 from cutile_lab.runtime.launch.packing import pack_template, pointer_index, raw_launch
@@ -93,6 +94,11 @@ def launch(op, values: dict, start, ctx) -> None:
             raw = raw_launch(entry.plan, entry)
         if not raw or entry.foreign:
             raw = False
+        elif not entry.scalars and entry.fresh is not None:
+            # a library call's one per-launch word, its new output's pointer: what
+            # ``scalar_slots([(i, ptr)])`` gives, without building the list it reads
+            i, name = entry.fresh
+            start.scalars = [(2 * i, values[name].tensor.ptr & _MASK64, 0)]
         elif entry.scalars or entry.fresh is not None:
             slots = [(i, scalar_value(values[name], dtype)) for i, name, dtype in entry.scalars]
             if entry.fresh is not None:
