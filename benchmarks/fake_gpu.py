@@ -146,23 +146,27 @@ class FakeDevice:
 
 class FakeLibcuda:
     """What ``runtime.driver`` calls through ctypes: each launch logged in the pool's ``log``
-    as ("launch", stream, the first parameter word); every call but a query of a ``busy``
+    as ("launch", stream, the first parameter word), its parameters in ``params``; every call but a query of a ``busy``
     device answers 0 (success)."""
 
     def __init__(self, pool: FakePool):
         self.pool = pool
+        self.params: list = []        # each logged launch's parameter slots (bytes)
 
     def cuLaunchKernelEx(self, cfg, func, ptrs, extra):
         if self.pool.keep_log:
-            self.pool.log.append(("launch", cfg._obj.hStream,
-                                  ctypes.c_uint64.from_address(ptrs[0]).value))
+            self._log(cfg._obj.hStream, ptrs)
         return 0
 
     def cuLaunchKernel(self, func, gx, gy, gz, bx, by, bz, shmem, stream, ptrs, extra):
         if self.pool.keep_log:
-            self.pool.log.append(("launch", stream.value,
-                                  ctypes.c_uint64.from_address(ptrs[0]).value))
+            self._log(stream.value, ptrs)
         return 0
+
+    def _log(self, lane, ptrs) -> None:
+        """The launch in the pool's log; its parameters' bytes (16 a slot) in ``params``."""
+        self.pool.log.append(("launch", lane, ctypes.c_uint64.from_address(ptrs[0]).value))
+        self.params.append([ctypes.string_at(p, 16) for p in ptrs])
 
     def cuStreamQuery(self, stream):
         return 600 if self.pool.busy else 0       # CUDA_ERROR_NOT_READY

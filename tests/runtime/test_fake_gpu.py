@@ -158,3 +158,27 @@ def test_the_tuning_target_follows_the_device_in_use(fake, rng):
     fake.gpu.info = other                       # another device in use from now on
     assert tuning.device_target() == (tuning.device_key(other), "sm_100")
     assert K.add(x, y).sync().backend == "gpu"
+
+
+@cl.kernel
+def scale(z: Mut[Tensor[f32, "B"]], x: Tensor[f32, "?"], alpha: f32):
+    z.store(alpha * load_tile_like(x, z))
+
+
+def test_every_launch_passes_its_own_scalar_values(fake, rng):
+    """The scalar slots' words kept for the same values (``gpu._scalar_words``) never stand in
+    for other values: equal values of another type, 0.0 against -0.0, NaN, new values — for a
+    user's launch and a library call with a new output (the output's pointer in word 0)."""
+    x, y, z = vectors(fake, rng, count=3)
+    a = float(rng.standard_normal())
+    alphas = [a, a, float(repr(a)), float(rng.standard_normal()), 0.0, -0.0, -0.0, 0.0,
+              float("nan"), float("nan"), 2, 2.0, np.float32(a), np.float64(a), -a, a]
+    for alpha in alphas:
+        want = np.float32(alpha).tobytes()
+        add_out = scale(z.partition_mut(128), x, alpha).sync()
+        assert add_out[0].unpartition() is z
+        assert fake.lib.params[-1][6][:4] == want, alpha                   # z: 3 slots, x: 3
+        out = K.saxpy(alpha, x, y).sync()
+        launches = [e for e in fake.pool.log if e[0] == "launch"]
+        assert launches[-1][2] == out.storage.ptr
+        assert fake.lib.params[-1][9][:4] == want, alpha                   # z, x, y: 3 each
