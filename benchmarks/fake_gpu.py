@@ -226,7 +226,10 @@ def _load_plan(infos, kernel, info, key, consts, layouts, arch):
 
 class FakeGpu:
     """Installs the fakes (``with FakeGpu() as fake:``), and takes them out again on exit: the
-    backend choice, the device probe, the GPU context, the driver library and the compiler."""
+    backend choice, the device probe, the GPU context, the driver library, the ``cuda.bindings``
+    calls of ``runtime.memory``, the compiler and the pool of recycled events. On exit it also
+    forgets the plans and launch entries made meanwhile (``infos``), so that in a process with a
+    real GPU neither side ever uses the other's."""
 
     def __init__(self):
         self.pool = FakePool()
@@ -250,11 +253,15 @@ class FakeGpu:
                             sm_clock_mhz=1980.0, memory_clock_mhz=2619.0, memory_bus_bits=6144,
                             total_memory=141 * 2**30, l2_cache_bytes=60 * 2**20,
                             max_threads_per_block=1024, driver_version="fake")
-        g.arch = g.info.arch
+        # the compiled plans' key: not a real architecture, so that no plan a real GPU loaded
+        # in this process is used with the fakes, nor a fake one on the GPU (tuning, keyed by
+        # ``info``, sees the H200's sm_90)
+        g.arch = "fake_" + g.info.arch
         return g
 
     def __enter__(self):
         B = importlib.import_module("cutile_lab.runtime.backend")
+        GPU = B.GPU
         from cutile_lab.runtime import device, driver, memory
         plan = importlib.import_module("cutile_lab.runtime.launch.plan")
         self._saved = (memory._driver, device._probe, device._context, getattr(device._thread, "ctx", None),
@@ -266,15 +273,27 @@ class FakeGpu:
         device._context = device._thread.ctx = self.gpu
         driver._LIBCUDA[0], driver._RECORD[0] = self.lib, None
         plan._load_plan = functools.partial(_load_plan, self.infos)
+        from cutile_lab.runtime import ownership
+        self._saved_events = ownership.EVENT_POOL[:]     # a real GPU's recycled events
+        ownership.EVENT_POOL.clear()
+        prepare = self._saved_prepare = GPU.__dict__["prepare_launch"]
+
+        def prepare_launch(op, entry, values, ctx):     # every new launch entry: forgotten
+            self.infos.add(op.info)                      # on exit
+            return prepare(op, entry, values, ctx)
+        GPU.__dict__["prepare_launch"] = prepare_launch
         B._reset_for_tests()
         B._announced = True
         return self
 
     def __exit__(self, *exc):
         B = importlib.import_module("cutile_lab.runtime.backend")
+        GPU = B.GPU
         from cutile_lab.runtime import device, driver, memory, ownership
         plan = importlib.import_module("cutile_lab.runtime.launch.plan")
         ownership._reset_for_tests()
+        GPU.__dict__["prepare_launch"] = self._saved_prepare
+        ownership.EVENT_POOL[:] = self._saved_events
         for info in self.infos:       # no fake plan or packed launch outlives the fakes
             info.plans.clear()
             info.entries.clear()

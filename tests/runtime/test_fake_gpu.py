@@ -182,3 +182,26 @@ def test_every_launch_passes_its_own_scalar_values(fake, rng):
         launches = [e for e in fake.pool.log if e[0] == "launch"]
         assert launches[-1][2] == out.storage.ptr
         assert fake.lib.params[-1][9][:4] == want, alpha                   # z, x, y: 3 each
+
+
+def test_the_fakes_leave_nothing_behind(rng, monkeypatch):
+    """After ``FakeGpu``, no fake plan, launch entry, context, driver or event is left for a
+    real GPU in the same process to use (and the backend choice is as it was)."""
+    from cutile_lab.runtime import device, driver, memory, ownership
+    from cutile_lab.runtime.backend import GPU
+    monkeypatch.delenv(B.ENV_VAR, raising=False)
+    cl.set_backend("sim")
+    before = (device._context, driver._LIBCUDA[0], memory._driver, GPU.prepare_launch,
+              ownership.EVENT_POOL[:])
+    with FakeGpu() as f:
+        x, y, z = vectors(f, rng, count=3)
+        K.add(x, y).sync()
+        add(z.partition_mut(128), x, y).sync()
+        infos = set(f.infos)
+        assert all(i.entries and i.plans for i in infos)
+        assert {p.arch for i in infos for p in i.plans.values()} == {"fake_sm_90"}
+    assert len(infos) == 2 and all(not i.entries and not i.plans for i in infos)
+    assert (device._context, driver._LIBCUDA[0], memory._driver, GPU.prepare_launch,
+            ownership.EVENT_POOL) == before
+    assert cl.backend() == "sim"
+    cl.set_backend(None)
