@@ -18,11 +18,16 @@ Cases (the tiny cases of ``bench_userpath.py``):
 - ``K.rmsnorm``:  ``K.rmsnorm(x, w).sync()`` on 8 rows of 1024 (f16, a weight and two scalars)
 - ``K.gemm``:     ``K.gemm(a, b).sync()`` of two 64x64 f16 matrices (a const keyword: ``BK``)
 
-It runs on the simulator backend with ``cutile_lab.runtime.sim.run_simulated`` (the only call
+By default it runs on the simulator backend with ``cutile_lab.runtime.sim.run_simulated`` (the only call
 that does the simulated work) replaced by a no-op; everything else — the ownership checks of
 each launch included — runs as it does for every user. The GPU backend shares all of it but the
 stream lookup and the ctypes launch (``runtime.driver.RawLaunch``: one foreign call).
-``--profile CASE`` prints the top functions of a cProfile of that case by own time.
+With ``--fake-gpu`` it runs the GPU backend's own path instead (``runtime.gpu``: the output's
+stream-ordered allocation and free, the scalar-slot ``cuLaunchKernelEx``, events and waits,
+the automatic backend choice) against the fakes of ``benchmarks/fake_gpu.py`` — cuda.core's
+device, streams and buffers, the ctypes driver library and the compiler faked, every line of
+the lab above them real. A CPU measurement of the GPU path's Python, not a GPU measurement.
+``--only A,B`` measures only those cases. ``--profile CASE`` prints the top functions of a cProfile of that case by own time.
 """
 from __future__ import annotations
 
@@ -73,17 +78,22 @@ def long_cell(lines: int = 150):
     return namespace["cell"]
 
 
-def cases() -> dict:
+def _on_device(array):
+    return cl.from_numpy(array).sync()
+
+
+def cases(make=_on_device) -> dict:
+    """The cases, their tensors made by ``make(numpy array)``."""
     n = 1024
-    x = cl.from_numpy(np.random.rand(n).astype(np.float32)).sync()
-    y = cl.from_numpy(np.random.rand(n).astype(np.float32)).sync()
-    z = cl.zeros(n).sync()
-    p = cl.zeros(n).sync().partition_mut(128)
-    xs = cl.from_numpy(np.random.rand(8, 1024).astype(np.float32)).sync()
-    xh = cl.from_numpy(np.random.rand(8, 1024).astype(np.float16)).sync()
-    wh = cl.from_numpy(np.random.rand(1024).astype(np.float16)).sync()
-    a = cl.from_numpy(np.random.rand(64, 64).astype(np.float16)).sync()
-    b = cl.from_numpy(np.random.rand(64, 64).astype(np.float16)).sync()
+    x = make(np.random.rand(n).astype(np.float32))
+    y = make(np.random.rand(n).astype(np.float32))
+    z = make(np.zeros(n, np.float32))
+    p = make(np.zeros(n, np.float32)).partition_mut(128)
+    xs = make(np.random.rand(8, 1024).astype(np.float32))
+    xh = make(np.random.rand(8, 1024).astype(np.float16))
+    wh = make(np.random.rand(1024).astype(np.float16))
+    a = make(np.random.rand(64, 64).astype(np.float16))
+    b = make(np.random.rand(64, 64).astype(np.float16))
 
     def user_start():
         add(p, x, y).start().wait()
@@ -131,11 +141,22 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=5000, help="calls per round")
     ap.add_argument("--profile", help="cProfile this case")
+    ap.add_argument("--fake-gpu", action="store_true",
+                    help="the GPU backend's path against fakes of cuda.core and the driver")
+    ap.add_argument("--only", help="comma-separated cases")
+    ap.add_argument("--top", type=int, default=25, help="functions a profile prints")
     ap.add_argument("--out", help="write hostpath-cpu-<date>.json here (µs per call by case)")
     args = ap.parse_args(argv)
-    cl.set_backend("sim")
-    stub_simulator()
-    table = cases()
+    if args.fake_gpu:
+        from benchmarks.fake_gpu import FakeGpu
+        fake = FakeGpu().__enter__().quiet()
+        table = cases(fake.tensor)
+    else:
+        cl.set_backend("sim")
+        stub_simulator()
+        table = cases()
+    if args.only:
+        table = {k: table[k] for k in args.only.split(",")}
     if args.profile:
         fn = table[args.profile]
         per_call_us(fn, 200, 1)
@@ -144,11 +165,12 @@ def main(argv=None) -> int:
         for _ in range(args.n):
             fn()
         prof.disable()
-        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(args.top)
         return 0
     results = {name: per_call_us(fn, args.n) for name, fn in table.items()}
     for name, us in results.items():
-        print(f"{name:12s} {us:8.2f} µs/call (host, launch stubbed)")
+        print(f"{name:12s} {us:8.2f} µs/call (host, " +
+              ("fake GPU)" if args.fake_gpu else "launch stubbed)"))
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
@@ -156,7 +178,8 @@ def main(argv=None) -> int:
         record = {"date": day.isoformat(timespec="seconds"), "cpu": cpu_name(),
                   "python": platform.python_version(),
                   "calls_per_round": args.n, "us_per_call": {k: round(v, 2) for k, v in results.items()}}
-        path = out / f"hostpath-cpu-{day.date().isoformat()}.json"
+        kind = "fakegpu" if args.fake_gpu else "cpu"
+        path = out / f"hostpath-{kind}-{day.date().isoformat()}.json"
         path.write_text(json.dumps(record, indent=2) + "\n")
         print(f"wrote {path}")
     return 0

@@ -68,6 +68,18 @@ def backend_object(name) -> Backend:
     return _OBJECTS[name]
 ENV_VAR = "CUTILE_LAB_BACKEND"
 
+# ``CUTILE_LAB_BACKEND`` is read on every ``backend()`` call (set or cleared in the process, it
+# takes effect at the next call), but from ``os.environ``'s own dict: ``os.environ.get`` encodes
+# the key and decodes the value in three Python frames, twice per library call. The dict is the
+# one every change through ``os.environ`` updates (``putenv`` with it), so what is read is what
+# ``os.environ.get`` would say; where an interpreter has no such dict, ``os.environ.get``.
+_ENV_DATA = getattr(os.environ, "_data", None)
+try:
+    _ENV_KEY = os.environ.encodekey(ENV_VAR)
+except AttributeError:
+    _ENV_DATA = None
+_env_choice: tuple = (None, None)   # (the variable's raw value, the Backend it chose)
+
 _lock = threading.Lock()
 _explicit: str | None = None      # set by set_backend()
 _automatic: str | None = None     # decided once, lazily
@@ -107,13 +119,12 @@ def backend() -> Backend:
     global _automatic
     if _explicit is not None:
         return _explicit
-    env = os.environ.get(ENV_VAR)
-    if env:
-        name = _normalize(env)
-        if name == "gpu":
-            from cutile_lab.runtime.device import require_gpu
-            require_gpu(f"{ENV_VAR}=gpu")
-        return _OBJECTS[name]
+    raw = _ENV_DATA.get(_ENV_KEY) if _ENV_DATA is not None else os.environ.get(ENV_VAR)
+    if raw:
+        choice = _env_choice
+        if choice[0] == raw:
+            return choice[1]
+        return _choose_by_env(raw)
     if _automatic is None:
         with _lock:
             if _automatic is None:
@@ -122,6 +133,19 @@ def backend() -> Backend:
                 if _automatic == "sim":
                     _announce()
     return _automatic
+
+
+def _choose_by_env(raw) -> Backend:
+    """The backend ``CUTILE_LAB_BACKEND``'s value ``raw`` (as ``os.environ`` stores it) names,
+    remembered for the next call while the value stays the same."""
+    global _env_choice
+    env = os.environ.decodevalue(raw) if _ENV_DATA is not None else raw
+    name = _normalize(env)
+    if name == "gpu":
+        from cutile_lab.runtime.device import require_gpu
+        require_gpu(f"{ENV_VAR}=gpu")
+    _env_choice = (raw, _OBJECTS[name])
+    return _OBJECTS[name]
 
 
 def _announce() -> None:
@@ -148,10 +172,11 @@ def is_sim() -> bool:
 
 
 def _reset_for_tests() -> None:
-    global _explicit, _automatic, _announced
+    global _explicit, _automatic, _announced, _env_choice
     _explicit = None
     _automatic = None
     _announced = False
+    _env_choice = (None, None)
 
 
 __all__ = ["set_backend", "backend", "is_sim", "BACKENDS", "NoDeviceError", "Backend", "GPU", "SIM",

@@ -15,6 +15,7 @@ import math
 from cutile_lab.runtime import device as _device
 from cutile_lab.runtime import ownership
 from cutile_lab.runtime.backend import GPU
+from cutile_lab.runtime.driver import _MASK64, RawLaunch
 from cutile_lab.runtime.dtypes import scalar_value
 from cutile_lab.runtime.launch.binding import pad3
 from cutile_lab.runtime.launch.packing import pack_template, pointer_index, raw_launch
@@ -94,11 +95,13 @@ def launch(op, values: dict, start, ctx) -> None:
         if not raw or entry.foreign:
             raw = False
         elif entry.scalars or entry.fresh is not None:
-            slots = [(i, scalar_value(values[name], dtype)) for i, name, dtype in entry.scalars]
+            words = _scalar_words(entry, values) if entry.scalars else []
             if entry.fresh is not None:
+                # a library call's new output: its pointer's slot, what ``scalar_slots`` gives
+                # for (i, ptr), written directly (a new list: ``words`` may be the entry's)
                 i, name = entry.fresh
-                slots.append((i, values[name].tensor.ptr))
-            start.scalars = raw.scalar_slots(slots)
+                words = words + [(2 * i, values[name].tensor.ptr & _MASK64, 0)]
+            start.scalars = words
         start.raw = raw
     handle = ctx.handle
     if raw and handle is not None:
@@ -118,6 +121,25 @@ def launch(op, values: dict, start, ctx) -> None:
             op._raw_failed(start.entry, ctx, values, start)
         return
     start.packed = op._run_gpu(values, start.entry, ctx, start.packed)
+
+
+def _scalar_words(entry, values: dict) -> list:
+    """``RawLaunch.scalar_slots`` of the entry's scalar arguments in ``values``, kept on the
+    entry for the next launch of the same values — a library call's constants (``eps``, a row
+    length) are the same on every call: the same objects, or equal values of the same type
+    (zero excepted: 0.0 and -0.0 are equal with other bits; NaN is equal to nothing)."""
+    args = [values[name] for _, name, _ in entry.scalars]
+    kept = entry.words
+    if kept is not None:
+        for v, k in zip(args, kept[0]):
+            if v is not k and (type(v) is not type(k) or not v == k or not v):
+                break
+        else:
+            return kept[1]
+    words = RawLaunch.scalar_slots([(i, scalar_value(v, dtype))
+                                    for (i, _, dtype), v in zip(entry.scalars, args)])
+    entry.words = (args, words)
+    return words
 
 
 def wait(flight) -> None:

@@ -54,7 +54,7 @@ class LaunchEntry:
     """One checked launch shape: what a repeated launch with the same argument layout reuses."""
 
     __slots__ = ("consts", "grid", "diagnostics", "arrays", "plan", "config", "template",
-                 "scalars", "run", "foreign", "raw", "fresh")
+                 "scalars", "run", "foreign", "raw", "fresh", "words")
 
     def __init__(self, consts, grid, diagnostics):
         self.consts = consts
@@ -71,6 +71,8 @@ class LaunchEntry:
         # gpu: (template index, parameter) of a new output's pointer, written per launch: the
         # entry of a library call serves every new output of its layout (``LaunchOp._fresh``)
         self.fresh = None
+        # gpu: (scalar arguments, their slots' words) of the latest launch (``gpu.launch``)
+        self.words = None
 
 
 
