@@ -156,6 +156,19 @@ class Bench:
             return op
         return run
 
+    def first_run(self, what: str, kernel, out, tout, tile, *args):
+        """The launcher of one swept configuration, run once on a poisoned output (to be checked
+        next), or None when the configuration does not compile (said, and skipped)."""
+        try:
+            run = self.launcher(kernel, out, tile, *args)
+            self.poison(tout)
+            run()
+            self.s.sync()
+            return run
+        except cl.CompileError as e:
+            print(f"  config {what}: {e.message}")
+            return None
+
     def elementwise(self):
         torch = self.torch
         n = 1 << 28
@@ -180,13 +193,8 @@ class Bench:
         best = None
         for B, hints in (ADD_CONFIGS[:2] if self.args.quick else ADD_CONFIGS):
             kernel = elementwise.ADD.kernel(dt="f32", hints=hints_text(hints))
-            try:
-                run = self.launcher(kernel, z, B, cx, cy)
-                self.poison(tz)
-                run()
-                self.s.sync()
-            except cl.CompileError as e:
-                print(f"  config B={B} {hints}: {e.message}")
+            run = self.first_run(f"B={B} {hints}", kernel, z, tz, B, cx, cy)
+            if run is None:
                 continue
             assert torch.equal(tz, x + y), f"add B={B} {hints} is wrong"
             t = self.ours(run)
@@ -244,13 +252,9 @@ class Bench:
                 for BR, hints in brs:
                     kernel = tmpl.kernel(**rowwise.substitutions(family, "f16", cols,
                                                                  hints_text(hints)))
-                    try:
-                        run = self.launcher(kernel, out, (BR, pow2(cols)), *args)
-                        self.poison(tout)
-                        run()
-                        self.s.sync()
-                    except cl.CompileError as e:
-                        print(f"  config BR={BR} {hints}: {e.message}")
+                    run = self.first_run(f"BR={BR} {hints}", kernel, out, tout,
+                                         (BR, pow2(cols)), *args)
+                    if run is None:
                         continue
                     err = (tout.float() - ref).abs().max().item()
                     assert err < 5e-2, f"{family} {cols} BR={BR}: max error {err}"
