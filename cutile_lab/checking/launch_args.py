@@ -130,11 +130,13 @@ def overlaps_itself(a: ArgDesc, budget: int = 4000) -> bool:
     """Whether two different elements of view ``a`` share a byte (a stride of 0 along an axis of
     more than one element, ``as_strided`` rows that run into each other). Ordinary views
     (slices, steps, transposes) pass the quick test: sorted by stride, each axis steps past all
-    the smaller ones (for a matrix, the two strides compared without sorting; the launch check
-    tests a 1-D output inline: only a stride of 0 repeats an element). Otherwise the question is whether some non-zero index difference ``d``
-    (``|d_k| < shape_k``) has ``Σ d_k·stride_k = 0``, searched exactly within ``budget`` steps;
-    past it the answer is "overlaps", the safe side."""
+    the smaller ones (a vector: only a stride of 0 repeats an element; a matrix: its two strides
+    compared without sorting). Otherwise the question is whether some non-zero index difference
+    ``d`` (``|d_k| < shape_k``) has ``Σ d_k·stride_k = 0``, searched exactly within ``budget``
+    steps; past it the answer is "overlaps", the safe side."""
     shape, strides = a.shape, a.strides
+    if len(shape) == 1 and len(strides) == 1:
+        return strides[0] == 0 and shape[0] > 1
     if len(strides) < len(shape) or any(n <= 0 for n in shape):
         return False
     if len(shape) == 2:         # the common case without sorting: a matrix, sliced or transposed

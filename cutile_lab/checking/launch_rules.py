@@ -252,15 +252,7 @@ def alias_problems(arrays: Sequence[ArgDesc]) -> list[tuple]:
     """("alias", a, b) for each pair of array arguments where some byte an output writes is
     also reachable through the other; ("self_alias", a) for an output two of whose elements
     share a byte (its tiles would write each other's memory)."""
-    problems = []
-    for a in arrays:
-        if a.role == "mut":
-            shape, strides = a.shape, a.strides
-            if len(shape) == 1 and len(strides) == 1:   # 1-D: only a stride of 0 repeats bytes
-                if strides[0] == 0 and shape[0] > 1:
-                    problems.append(("self_alias", a))
-            elif overlaps_itself(a):
-                problems.append(("self_alias", a))
+    problems = [("self_alias", a) for a in arrays if a.role == "mut" and overlaps_itself(a)]
     n = len(arrays)
     if n > 1:
         ext = [a.extent() for a in arrays]
