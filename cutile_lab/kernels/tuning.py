@@ -22,6 +22,8 @@ import json
 import threading
 from pathlib import Path
 
+from cutile_lab.runtime.device import device_info
+
 TUNED = Path(__file__).with_name("tuned.json")
 
 DEFAULTS: dict[str, dict] = {
@@ -38,7 +40,6 @@ _lock = threading.Lock()
 _file: list = [None]              # tuned.json, parsed once
 _resolved: dict = {}              # (family, target, variant) -> (stored data, configuration)
 _targets: dict = {}               # id(DeviceInfo) -> (DeviceInfo, target keys)
-_DEVICE_INFO: list = [None]       # runtime.device.device_info, once imported
 
 
 def _stored() -> dict:
@@ -69,11 +70,7 @@ def device_target(info=None) -> tuple[str, str]:
     """(device key, architecture) of the GPU in use (or ``info``): the keys ``config`` looks up,
     most specific first. Cached per device."""
     if info is None:
-        get = _DEVICE_INFO[0]
-        if get is None:               # imported once, not per call: every library call asks
-            from cutile_lab.runtime.device import device_info as get
-            _DEVICE_INFO[0] = get
-        info = get()
+        info = device_info()
     hit = _targets.get(id(info))
     if hit is None or hit[0] is not info:
         hit = _targets[id(info)] = (info, (device_key(info), info.arch))
