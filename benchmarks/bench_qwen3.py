@@ -146,41 +146,70 @@ def kind_seconds(model, kind: str, stream, repeats: int = 5) -> float:
     return median(times(lambda: g.launch(1, stream), stream, warmup=1, repeats=repeats)) / n
 
 
+# the sweep's (BM, BK, occupancy) per projection, the most bytes first: the best of each kind
+# on an H100 (session 5) and on an H200 (the --gemv-grid of 2026-11-28: occupancy 3 fits the
+# qkv and gate_up instances in one wave), and their neighbours
+SWEEP = {"gate_up": ((16, 256, 3), (8, 512, 2), (16, 256, 2), (8, 256, 4)),
+         "down": ((16, 512, 2), (8, 512, 2), (4, 2048, 2), (32, 256, 1)),
+         "qkv": ((16, 512, 3), (8, 512, 4), (16, 256, 3), (8, 512, 2)),
+         "o_proj": ((32, 256, 1), (16, 512, 2), (32, 256, 2), (8, 512, 2)),
+         "lm_head": ((16, 512, 2), (8, 512, 4), (16, 512, 3), (32, 256, 2))}
+
+
+def current_tile(model, which: str) -> tuple:
+    """(BM, BK, occupancy) the model uses for a projection."""
+    from cutile_lab.models.qwen3 import OCCUPANCY
+    given = model.tiles.get(which)
+    if given is not None:
+        return tuple(given[:2]) + (given[2] if len(given) > 2 else OCCUPANCY,)
+    return model.measured_tile(which) or tuple(model._tile(which)) + (OCCUPANCY,)
+
+
 def sweep_tiles(model, stream, deadline: float) -> tuple[dict, list[dict]]:
-    """BM (rows per GEMV instance) and the occupancy hint of each projection, tried on the
-    device: the fastest of each kind (BK as the model's rule sizes it, at most 512 at
-    occupancy 4); stops trying at ``deadline``."""
+    """``SWEEP``'s (BM, BK, occupancy) of each projection and the model's own, tried on the
+    device: the fastest of each kind; stops trying at ``deadline``."""
     best, rows = {}, []
-    candidates = {"gate_up": ((16, 2), (8, 4), (8, 2), (4, 4)),       # the most bytes first
-                  "down": ((16, 2), (8, 4), (8, 2), (32, 1)),
-                  "qkv": ((16, 2), (8, 4), (8, 2), (4, 4)),
-                  "o_proj": ((16, 2), (8, 4), (32, 1), (8, 2)),
-                  "lm_head": ((16, 2), (8, 4), (32, 2))}
-    for kind, bms in candidates.items():
+    for kind, tiles in SWEEP.items():
         which = {"o_proj": "o"}.get(kind, kind)
-        n, k = model.projection_shape(which)
-        base = model._tile(which)
+        own = current_tile(model, which)
         found = None
-        for bm, occ in bms:
+        for tile in dict.fromkeys((own,) + tiles):
             if time.perf_counter() > deadline:
                 break
-            budget = (4096 if which == "gate_up" else 8192) // (2 if occ > 2 else 1)
-            tile = (bm, min(1024, budget // bm, 1 << (k - 1).bit_length()), occ)
+            row = {"kernel": kind, "BM": tile[0], "BK": tile[1], "occupancy": tile[2],
+                   "default": tile == own}
             try:
                 variant = model.variant(tiles={which: tile}, max_seq=model.chunk)
                 t = kind_seconds(variant, kind, stream)
                 del variant
             except Exception as e:
-                rows.append({"kernel": kind, "BM": tile[0], "BK": tile[1], "occupancy": occ,
-                             "error": f"{type(e).__name__}: {e}"})
+                rows.append({**row, "error": f"{type(e).__name__}: {e}"})
                 continue
-            rows.append({"kernel": kind, "BM": tile[0], "BK": tile[1], "occupancy": occ,
-                         "seconds": t, "default": tile[:2] == tuple(base) and occ == 2})
+            rows.append({**row, "seconds": t})
             if found is None or t < found[1]:
                 found = (tile, t)
         if found:
             best[which] = found[0]
     return best, rows
+
+
+def store_tiles(model, best: dict, rows: list[dict]) -> dict:
+    """The sweep's winners in ``kernels/tuned.json`` under this device's key (family
+    ``gemv``, variant ``"<which>:<N>x<K>"``), with the times measured: what ``Qwen3`` uses on
+    this device from then on. Returns what was stored."""
+    from cutile_lab.kernels.tuning import device_key, store
+    from cutile_lab.runtime.device import device_info
+    key = device_key(device_info())
+    stored = {}
+    for which, tile in best.items():
+        kind = {"o": "o_proj"}.get(which, which)
+        n, k = model.projection_shape(which)
+        times_us = {f"{r['BM']}x{r['BK']}/occ{r['occupancy']}": round(r["seconds"] * 1e6, 2)
+                    for r in rows if r["kernel"] == kind and "seconds" in r}
+        cfg = {"BM": tile[0], "BK": tile[1], "occupancy": tile[2]}
+        store(key, "gemv", cfg, variant=f"{which}:{n}x{k}", us_per_launch=times_us)
+        stored[which] = cfg
+    return {key: stored}
 
 
 # --explore: what each knob does on the device, one line per try (benchmarks/NOTES.md keeps
@@ -193,6 +222,77 @@ EXPLORE = [
     ("default", {}, ALL_KINDS),
     ("chunk 128", {"chunk": 128}, ("attention", "combine")),
 ]
+
+
+# --gemv-grid: each projection's GEMV over a grid of (BM, BK, occupancy), every launch of the
+# kind in one graph, beside cuBLAS (``torch.nn.functional.linear`` of a (1, K) row by 36 weights
+# of the same shape, one CUDA graph) as what a vendor GEMV reaches on the same bytes
+GEMV_GRID = {
+    "qkv": [(4, 1024, 2), (8, 512, 2), (8, 512, 3), (8, 512, 4), (8, 1024, 2), (16, 256, 3),
+            (16, 512, 2), (16, 512, 3), (32, 256, 1), (32, 256, 2)],
+    "o_proj": [(4, 1024, 2), (8, 512, 2), (8, 512, 4), (8, 1024, 2), (16, 512, 1),
+               (16, 512, 2), (32, 256, 1), (32, 256, 2)],
+    "gate_up": [(4, 512, 4), (8, 256, 4), (8, 512, 2), (8, 512, 3), (16, 256, 2),
+                (16, 256, 3), (32, 128, 2)],
+    "down": [(4, 1024, 2), (4, 2048, 2), (8, 512, 2), (8, 512, 4), (8, 1024, 2),
+             (16, 512, 2), (16, 512, 3), (32, 256, 1)],
+}
+
+
+def cublas_gemv_seconds(n: int, k: int, layers: int, stream) -> float:
+    """Seconds per ``F.linear`` of a (1, k) bf16 row by an (n, k) weight: ``layers`` weights of
+    their own (none in L2 from the one before), captured in one CUDA graph."""
+    import torch
+    import torch.nn.functional as F
+    ws = [torch.randn(n, k, device="cuda", dtype=torch.bfloat16) for _ in range(layers)]
+    x = torch.randn(1, k, device="cuda", dtype=torch.bfloat16)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        for w in ws[:2]:
+            F.linear(x, w)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):
+        for w in ws:
+            F.linear(x, w)
+    from benchmarks.common import torch_event_times
+    t = median(torch_event_times(g.replay, warmup=3, repeats=10))
+    del g, ws
+    torch.cuda.empty_cache()
+    return t / layers
+
+
+def gemv_grid(model, stream, mem_bw: float, deadline: float) -> list[dict]:
+    """``GEMV_GRID`` timed on the device (and cuBLAS on each shape): one row per try."""
+    rows = []
+    for kind, grid in GEMV_GRID.items():
+        which = {"o_proj": "o"}.get(kind, kind)
+        n, k = model.projection_shape(which)
+        launches = [x for x in model.launches if x.kind == kind]
+        nbytes = sum(x.bytes for x in launches) / len(launches)
+        try:
+            ref = cublas_gemv_seconds(2 * n if kind == "gate_up" else n, k, len(launches),
+                                      stream)
+            r = {"kernel": kind, "what": "cublas F.linear", "seconds": ref,
+                 "pct_of_hbm": 100 * nbytes / ref / mem_bw}
+        except Exception as e:
+            r = {"kernel": kind, "what": "cublas F.linear", "error": f"{type(e).__name__}: {e}"}
+        print(r, flush=True)
+        rows.append(r)
+        for tile in grid:
+            if time.perf_counter() > deadline:
+                return rows
+            r = {"kernel": kind, "BM": tile[0], "BK": tile[1], "occupancy": tile[2]}
+            try:
+                v = model.variant(tiles={which: tile}, max_seq=model.chunk)
+                t = kind_seconds(v, kind, stream)
+                del v
+                r.update(seconds=t, pct_of_hbm=100 * nbytes / t / mem_bw)
+            except Exception as e:
+                r["error"] = f"{type(e).__name__}: {e}"[:300]
+            print(r, flush=True)
+            rows.append(r)
+    return rows
 
 
 def launch_floor(stream, launches: int = 219) -> dict:
@@ -437,6 +537,12 @@ def main(argv=None) -> int:
                     help="time the step and its kernels for each entry of EXPLORE (model "
                          "options), one by one (printed and written to explore.json under "
                          "--out), then stop")
+    ap.add_argument("--store-tiles", action="store_true",
+                    help="store the sweep's fastest GEMV tiles in kernels/tuned.json under this "
+                         "device's key (what the model then uses on this device)")
+    ap.add_argument("--gemv-grid", action="store_true",
+                    help="time each projection's GEMV over GEMV_GRID's tiles beside cuBLAS "
+                         "(written to gemv-grid.json under --out), then stop")
     ap.add_argument("--floor", action="store_true",
                     help="with --explore: also time a graph of trivial launches")
     ap.add_argument("--compile-child", action="store_true", help=argparse.SUPPRESS)
@@ -489,7 +595,8 @@ def main(argv=None) -> int:
     result["roofline"] = {"bytes_per_token": nbytes, "weights_bytes":
                           config.weight_bytes(2), "kv_bytes": config.kv_bytes(mid, 2),
                           "tokens_per_s": roof}
-    result["tiles"] = {k: model._tile(k) for k in ("qkv", "o", "gate_up", "down", "lm_head")}
+    result["tiles"] = {k: current_tile(model, k)
+                       for k in ("qkv", "o", "gate_up", "down", "lm_head")}
     if not args.sim:
         try:
             copy_bw = copy_bandwidth()
@@ -498,6 +605,14 @@ def main(argv=None) -> int:
                 result["roofline"]["tokens_per_s_at_copy_bw"] = copy_bw / nbytes
         except Exception as e:
             result["errors"].append(f"copy bandwidth: {type(e).__name__}: {e}")
+    if args.gemv_grid:
+        found = gemv_grid(model, stream, mem_bw, t_start + args.budget)
+        if args.out:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            (Path(args.out) / "gemv-grid.json").write_text(json.dumps(
+                {"device": device, "date": result["date"], "copy_bw": result.get("copy_bw"),
+                 "mem_bw": mem_bw, "tries": found}, indent=1))
+        return 0
     if args.explore:
         base = {}
         found = explore(model, args, stream, t_start + args.budget)
@@ -522,12 +637,15 @@ def main(argv=None) -> int:
         try:
             deadline = min(time.perf_counter() + 60, t_start + 0.55 * args.budget)
             best, result["sweep"] = sweep_tiles(model, stream, deadline)
-            if any(tuple(best[k]) != tuple(model._tile(k)) + (2,) for k in best):
+            changed = any(tuple(best[k]) != current_tile(model, k) for k in best)
+            if args.store_tiles:        # after the comparison: the model reads what is stored
+                result["stored_tiles"] = store_tiles(model, best, result["sweep"])
+            if changed:
                 tuned = model.variant(tiles=best)
                 result["lab_default_tiles"] = result["lab"]
                 result["lab"] = time_lab(tuned, args.context, args.steps, stream)
                 result["lab"]["pct_of_roofline"] = 100 * result["lab"]["tokens_per_s"] / roof
-                result["tiles"] = {k: tuple(tuned.tiles.get(k, tuned._tile(k)))
+                result["tiles"] = {k: current_tile(tuned, k)
                                    for k in ("qkv", "o", "gate_up", "down", "lm_head")}
                 model = tuned
         except Exception as e:

@@ -34,6 +34,9 @@ DEFAULTS: dict[str, dict] = {
     "rmsnorm": {"BR": 1},
     "gemm": {"BM": 128, "BN": 128, "BK": 64},
     "attention": {"BQ": 128, "BKV": 64},
+    # decode GEMV tiles (``models.qwen3``), per projection ("qkv:6144x2560"): BM, BK and the
+    # occupancy hint measured by ``benchmarks/bench_qwen3.py``; none by default (the model's rule)
+    "gemv": {},
 }
 
 _lock = threading.Lock()

@@ -196,7 +196,8 @@ class Qwen3:
                 "lm_head": (c.vocab_size, c.hidden_size)}[which]
 
     def _tile(self, which: str) -> tuple[int, int]:
-        """(BM, BK) of a projection, unless ``tiles=`` gave it. A GEMV instance on Hopper takes
+        """(BM, BK) of a projection, unless ``tiles=`` gave it or the device's sweep measured it
+        (``measured_tile``). Else the rule: a GEMV instance on Hopper takes
         half an SM (``occupancy=2``: 128 registers x 256 threads, its loads staged in shared
         memory), so instances run in waves of two per SM: BM (rows per instance: 16, 8 or 4)
         is the largest whose last wave is nearly full (within 3% of the best), and BK is as wide
@@ -205,6 +206,9 @@ class Qwen3:
         rounded up. ``benchmarks/bench_qwen3.py`` sweeps BM per projection on the device."""
         if which in self.tiles:
             return tuple(self.tiles[which])[:2]
+        measured = self.measured_tile(which)
+        if measured is not None:
+            return measured[:2]
         n, k = self.projection_shape(which)
         slots = OCCUPANCY * _sm_count()
 
@@ -216,12 +220,28 @@ class Qwen3:
         budget = 4096 if which == "gate_up" else 8192
         return bm, min(1024, budget // bm, _pow2(k))
 
+    def measured_tile(self, which: str) -> tuple[int, int, int] | None:
+        """(BM, BK, occupancy) of a projection as the device's sweep measured it (the ``gemv``
+        family of ``kernels/tuned.json``, variant ``"<which>:<N>x<K>"``, stored per device by
+        ``bench_qwen3.py --store-tiles``), or None: at batch 1 on a GPU whose sweep stored one
+        (elsewhere the rule of ``_tile`` sizes the tile)."""
+        from cutile_lab.runtime import backend
+        if self.batch != 1 or backend() != "gpu":
+            return None
+        from cutile_lab.kernels.tuning import device_target, shared_config
+        n, k = self.projection_shape(which)
+        cfg = shared_config("gemv", device_target(), f"{which}:{n}x{k}")
+        if "BM" not in cfg or "BK" not in cfg:
+            return None
+        return int(cfg["BM"]), int(cfg["BK"]), int(cfg.get("occupancy", OCCUPANCY))
+
     def _gemv(self, template, which: str):
         """The kernel of a projection: ``template`` with its compiler hints. A ``tiles`` entry
         (BM, BK, occupancy, latency, tma) sets the occupancy hint (default ``OCCUPANCY``), the
         latency hint of the weight loads (default 0: the compiler's own) and whether they may
         use TMA (default True)."""
-        extra = tuple(self.tiles.get(which, ()))[2:] + (None, None, None)
+        tile = self.tiles.get(which) or self.measured_tile(which) or ()
+        extra = tuple(tile)[2:] + (None, None, None)
         occ, lat, tma = extra[:3]
         loads = (f", latency={lat}" if lat else "") + (", allow_tma=False" if tma is False
                                                          else "")

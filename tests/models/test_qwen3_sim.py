@@ -243,3 +243,39 @@ def test_tensor_core_attention_of_a_bf16_model_agrees_with_the_f32_products():
     assert np.abs(runs[0] - runs[1]).max() < 0.03 * np.abs(ref).max()
     assert np.abs(runs[0] - ref).max() < 0.05 * np.abs(ref).max()
     assert not np.array_equal(runs[0], runs[1])       # two computations, not one twice
+
+
+def test_tiles_the_devices_sweep_stored_are_used_on_that_device_at_batch_one(monkeypatch):
+    """``kernels/tuned.json``'s ``gemv`` family (what ``bench_qwen3.py --store-tiles`` writes
+    per device) sizes a projection's tile and occupancy on that device at batch 1; not on the
+    simulator, not at another batch size, not for another device, and never over ``tiles=``."""
+    import cutile_lab.runtime as runtime
+    from cutile_lab.kernels import decode as D
+    from cutile_lab.kernels import tuning
+    from cutile_lab.models import qwen3 as qwen3_module
+    config = tiny()
+    weights = random_weights(config, seed=int(RNG.integers(1 << 31)))
+    model = Qwen3(config, weights, dtype="f32", max_seq=16, chunk=8)
+    given = Qwen3(config, weights, dtype="f32", max_seq=16, chunk=8, tiles={"qkv": (4, 16)})
+    batched = Qwen3(config, weights, dtype="f32", max_seq=16, chunk=8, batch=2)
+    rule = model._tile("qkv")
+    n, k = model.projection_shape("qkv")
+    bm, bk = rule[0] * 2, rule[1] // 2
+    data = {"Fake GPU (1.0 TB/s)": {"gemv": {f"qkv:{n}x{k}": {"BM": bm, "BK": bk,
+                                                              "occupancy": 3}}}}
+    monkeypatch.setattr(tuning, "_file", [data])
+    assert model.measured_tile("qkv") is None             # the simulator: the rule
+    monkeypatch.setattr(runtime, "backend", lambda: "gpu")
+    monkeypatch.setattr(qwen3_module, "_sm_count", lambda: 132)   # the rule's SM count
+    monkeypatch.setattr(tuning, "device_target", lambda info=None: ("Other GPU (2.0 TB/s)",
+                                                                    "sm_90"))
+    assert model.measured_tile("qkv") is None and model._tile("qkv") == rule
+    monkeypatch.setattr(tuning, "device_target", lambda info=None: ("Fake GPU (1.0 TB/s)",
+                                                                    "sm_90"))
+    assert model.measured_tile("qkv") == (bm, bk, 3) and model._tile("qkv") == (bm, bk)
+    assert "occupancy=3" in model._gemv(D.RMS_GEMV, "qkv").source.text
+    assert model.measured_tile("o") is None                # only what was stored
+    assert "occupancy=2" in model._gemv(D.GEMV_RESIDUAL, "o").source.text
+    assert given._tile("qkv") == (4, 16)                   # tiles= wins
+    assert "occupancy=2" in given._gemv(D.RMS_GEMV, "qkv").source.text
+    assert batched.measured_tile("qkv") is None            # measured at batch 1 only
