@@ -213,14 +213,14 @@ def store_tiles(model, best: dict, rows: list[dict]) -> dict:
 
 
 # --explore: what each knob does on the device, one line per try (benchmarks/NOTES.md keeps
-# what was learnt): model options (``Qwen3.variant``) and the kinds of launch timed alone.
-# GEMV tiles: the fastest of session 5's sweep on an H100 (BM, BK, occupancy).
-EXPLORE_TILES = {"qkv": (8, 512, 4), "o": (32, 256, 1), "gate_up": (8, 512, 2),
-                 "down": (16, 512, 2), "lm_head": (16, 512, 2)}
+# what was learnt): model options (``Qwen3.variant``) and the kinds of launch timed alone, with
+# the GEMV tiles the model uses on this device (``Qwen3.measured_tile`` where a sweep stored them)
 ALL_KINDS = ("qkv", "attention", "combine", "o_proj", "gate_up", "down")
 EXPLORE = [
     ("default", {}, ALL_KINDS),
+    ("chunk 32", {"chunk": 32}, ("attention", "combine")),
     ("chunk 128", {"chunk": 128}, ("attention", "combine")),
+    ("unsafe append", {"unsafe_append": True}, ("attention",)),
 ]
 
 
@@ -314,7 +314,8 @@ def launch_floor(stream, launches: int = 219) -> dict:
 
 def explore(model, args, stream, deadline: float) -> list[dict]:
     """Each entry of ``EXPLORE``: the step (one graph) and the kinds of launch it names alone,
-    with ``EXPLORE_TILES``; stops trying at ``deadline``. ``--floor`` adds the launch floor."""
+    with the model's own tiles; stops trying at ``deadline``. ``--floor`` adds the launch
+    floor."""
     rows = []
     if args.floor:
         try:
@@ -327,7 +328,7 @@ def explore(model, args, stream, deadline: float) -> list[dict]:
         if time.perf_counter() > deadline:
             break
         try:
-            v = model.variant(**{"tiles": EXPLORE_TILES, **options})
+            v = model.variant(**options)
             r = {"what": label, **time_lab(v, args.context, args.steps, stream)}
             for kind in kinds:
                 r[f"{kind}_us"] = 1e6 * kind_seconds(v, kind, stream)
