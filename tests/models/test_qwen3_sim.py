@@ -279,3 +279,45 @@ def test_tiles_the_devices_sweep_stored_are_used_on_that_device_at_batch_one(mon
     assert given._tile("qkv") == (4, 16)                   # tiles= wins
     assert "occupancy=2" in given._gemv(D.RMS_GEMV, "qkv").source.text
     assert batched.measured_tile("qkv") is None            # measured at batch 1 only
+
+
+def test_the_sweeps_winners_stored_by_the_benchmark_are_what_the_model_then_uses(monkeypatch,
+                                                                                 tmp_path):
+    """``bench_qwen3.py --store-tiles``: the sweep's fastest (BM, BK, occupancy) of each
+    projection goes into the tuning file under this device's key, with the times it measured,
+    and a model on that device uses exactly those (``current_tile`` reports them)."""
+    from types import SimpleNamespace
+    import cutile_lab.runtime as runtime
+    from benchmarks import bench_qwen3 as bench
+    from cutile_lab.kernels import tuning
+    from cutile_lab.models import qwen3 as qwen3_module
+    import cutile_lab.runtime.device as device
+    config = tiny()
+    model = Qwen3(config, random_weights(config, seed=int(RNG.integers(1 << 31))), dtype="f32",
+                  max_seq=16, chunk=8)
+    monkeypatch.setattr(tuning, "TUNED", tmp_path / "tuned.json")
+    monkeypatch.setattr(tuning, "_file", [None])
+    info = SimpleNamespace(name="Fake GPU", theoretical_bandwidth=1.04e12, arch="sm_90")
+    monkeypatch.setattr(device, "device_info", lambda: info)
+    rule = bench.current_tile(model, "qkv")
+    best = {"qkv": (8, 32, 3), "o": (16, 16, 1)}
+    rows = [{"kernel": "qkv", "BM": 8, "BK": 32, "occupancy": 3, "seconds": 1.5e-5},
+            {"kernel": "qkv", "BM": rule[0], "BK": rule[1], "occupancy": rule[2],
+             "seconds": 2.5e-5},
+            {"kernel": "o_proj", "BM": 16, "BK": 16, "occupancy": 1, "seconds": 9e-6},
+            {"kernel": "o_proj", "BM": 4, "BK": 64, "occupancy": 2, "error": "did not compile"}]
+    stored = bench.store_tiles(model, best, rows)
+    key = "Fake GPU (1.0 TB/s)"
+    assert stored == {key: {"qkv": {"BM": 8, "BK": 32, "occupancy": 3},
+                            "o": {"BM": 16, "BK": 16, "occupancy": 1}}}
+    data = json.loads((tmp_path / "tuned.json").read_text())
+    n, k = model.projection_shape("qkv")
+    assert data[key]["gemv"][f"qkv:{n}x{k}"] == {"BM": 8, "BK": 32, "occupancy": 3}
+    times = data[key]["_evidence"]["gemv"][f"qkv:{n}x{k}"]["us_per_launch"]
+    assert times == {"8x32/occ3": 15.0, f"{rule[0]}x{rule[1]}/occ{rule[2]}": 25.0}
+    monkeypatch.setattr(runtime, "backend", lambda: "gpu")
+    monkeypatch.setattr(qwen3_module, "_sm_count", lambda: 132)
+    monkeypatch.setattr(tuning, "device_target", lambda info=None: (key, "sm_90"))
+    assert bench.current_tile(model, "qkv") == (8, 32, 3)
+    assert bench.current_tile(model, "o") == (16, 16, 1)
+    assert bench.current_tile(model, "down") == tuple(model._tile("down")) + (2,)
