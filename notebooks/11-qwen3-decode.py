@@ -201,6 +201,8 @@ from recorded import RESULTS        # a checkout's benchmarks/results, or the sh
 recorded = sorted(RESULTS.glob("qwen3-*.json"))
 for path in recorded:
     r = json.loads(path.read_text())
+    if "roofline" not in r:         # the GEMV tile grids and --explore tries: benchmarks/NOTES.md
+        continue
     lab = r.get("lab", {})
     print(f"{r['model']} on {r['device']} ({r['date']}), context {r['context']}:")
     if "tokens_per_s" in lab:
