@@ -219,12 +219,68 @@ if not recorded:
     print("no recorded results yet: run benchmarks/bench_qwen3.py on a GPU")
 
 # %% [markdown]
+# ## Tuning the GEMVs, per device
+#
+# The GEMVs carry almost every byte of a step, and how fast one streams its weight depends on
+# its tile: the rows an instance owns (`BM`), the width of a load (`BK`) and how many
+# instances share an SM (the `occupancy` hint). The best choice differs between two cards of
+# one architecture, so the model keeps what a sweep measured on each device:
+# `python benchmarks/bench_qwen3.py --store-tiles` times a few tiles per projection on the GPU
+# and stores the fastest in `cutile_lab/kernels/tuned.json`, under the device's name and
+# bandwidth and the projection's shape. `Qwen3.measured_tile` reads them back on that device
+# (at batch 1); anywhere else a rule sizes the tiles — here, on the simulator, the rule:
+
+# %%
+print("measured qkv tile here:", model.measured_tile("qkv"))      # None: the rule sizes it
+
+# %% [markdown]
+# What the devices that were swept have stored (the file grows with every device a sweep
+# runs on):
+
+# %% tags=["nbval-ignore-output"]
+from cutile_lab.kernels.tuning import stored
+
+for device, families in stored().items():
+    tiles = families.get("gemv", {})
+    if tiles:
+        print(f"{device}: {len(tiles)} projections measured, e.g.")
+        for variant in sorted(tiles)[:5]:
+            t = tiles[variant]
+            print(f"  {variant:<22} BM={t['BM']:<3} BK={t['BK']:<5} occupancy={t['occupancy']}")
+
+# %% [markdown]
+# What the sweep is up against: the recorded grids time each projection of Qwen3-4B over
+# many tiles, beside cuBLAS on the same shape (`F.linear` of one row, every layer's weight in
+# one CUDA graph). With the right tile the lab's safe GEMV matches or beats it; the rule's
+# tile on the same card can be half as fast.
+
+# %% tags=["nbval-ignore-output"]
+for path in sorted(RESULTS.glob("qwen3-gemv-grid*.json")):
+    grid = json.loads(path.read_text())
+    print(f"{path.name}: {grid['device']} ({grid['date']})")
+    kinds: dict = {}
+    for t in grid["tries"]:
+        if "seconds" in t:
+            kinds.setdefault(t["kernel"], []).append(t)
+    for kind, tries in kinds.items():
+        ref = next((t for t in tries if t.get("what")), None)
+        tiles = sorted((t for t in tries if "BM" in t), key=lambda t: t["seconds"])
+        if not tiles:
+            continue
+        best, worst = tiles[0], tiles[-1]
+        vendor = f"cuBLAS {ref['seconds'] * 1e6:5.1f} us" if ref else "cuBLAS not timed"
+        print(f"  {kind:<8} {vendor}; {len(tiles)} tiles from {worst['seconds'] * 1e6:5.1f} "
+              f"to {best['seconds'] * 1e6:5.1f} us (best {best['BM']}x{best['BK']}, "
+              f"occupancy {best['occupancy']}: {best['pct_of_hbm']:.0f}% of HBM)")
+
+# %% [markdown]
 # ## What limits a step
 #
 # * **The GEMVs**: four per layer and the LM head hold almost all the bytes. Each instance
 #   owns a few rows of the output and streams its slice of the weight in wide tiles,
-#   accumulating in f32 registers; enough instances to fill every SM twice over, and a last
-#   wave that is nearly full (`Qwen3._tile`, swept per projection by the benchmark).
+#   accumulating in f32 registers, in tiles measured per device (above). What is left is
+#   each launch's ramp and tail, ~3 us a GEMV: weights already in L2 save only part of it,
+#   and cutting along K too does not help (`benchmarks/NOTES.md`).
 # * **Launches**: 6 kernels per layer, about 220 per step for Qwen3-4B. Inside a graph the
 #   gap between two kernels is small but not zero, and each kernel starts and drains; the
 #   fusions above (norms into the projections, SwiGLU and the residual into their GEMVs,
