@@ -9,16 +9,16 @@ function returning 0). What it times is the start path up to and including the d
 
     PYTHONPATH=<tree> python benchmarks/bench_packed_start.py [--n 20000] [--rounds 7]
 
-Prints the median over rounds of the mean per call, in microseconds. Not a GPU measurement:
+Prints the median over rounds of the mean per call (``common.host_per_call``, after 200 calls
+of warm-up), in microseconds. Not a GPU measurement:
 the real driver call (ctypes, the driver's own work) is left out and is the same either way.
 """
 import argparse
 import ctypes
-import statistics
-import time
 from types import SimpleNamespace
 
 import cutile_lab as cl
+from benchmarks.common import host_per_call
 from cutile_lab.lang import Mut, Tensor, f32, load_tile_like
 from cutile_lab.runtime import gpu, ownership
 from cutile_lab.runtime.backend import SIM
@@ -36,7 +36,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=20000)
     ap.add_argument("--rounds", type=int, default=7)
-    n, rounds = ap.parse_args().n, ap.parse_args().rounds
+    args = ap.parse_args()
+    n, rounds = args.n, args.rounds
 
     def prepare(op, entry, values, ctx):
         entry.plan = SimpleNamespace(compiled="cubin")
@@ -67,13 +68,8 @@ def main() -> None:
         op._enqueue(ctx)
 
     for name, f in (("start", start), ("join", join)):
-        per = []
-        for _ in range(rounds):
-            t0 = time.perf_counter()
-            for _ in range(n):
-                f()
-            per.append((time.perf_counter() - t0) / n * 1e6)
-        print(f"{name} {statistics.median(per):.3f} us")
+        us = host_per_call(f, lambda: None, n=n, rounds=rounds) * 1e6
+        print(f"{name} {us:.3f} us")
     ownership.release(held)
 
 
