@@ -375,7 +375,8 @@ def _wrap_dlpack(obj) -> Tensor:
 
 
 def _wrap_host(array: np.ndarray, dtype) -> Tensor:
-    """A host array: zero-copy on the simulator, uploaded (synchronously) on the GPU."""
+    """A host array: zero-copy on the simulator where the array can be wrapped as it is, else
+    a copy (another dtype, negative or misaligned strides); uploaded (synchronously) on the GPU."""
     dt = as_dtype(dtype if dtype is not None else array.dtype)
     if current_backend() == "sim":
         np_dt = numpy_dtype(dt)
@@ -397,7 +398,9 @@ def asarray(obj, dtype=None) -> Tensor:
 
     Accepts our own tensors, torch/CuPy/JAX arrays (``__dlpack__`` or
     ``__cuda_array_interface__``), NumPy arrays and nested lists (copied to the device on the
-    gpu backend; wrapped on the simulator).
+    gpu backend; wrapped on the simulator, except a NumPy array of another dtype than asked or
+    with negative strides, which is copied as on the GPU: what a kernel writes into such a
+    tensor does not reach the array — read it back with ``to_numpy()``).
     """
     if isinstance(obj, Tensor):
         t = obj
