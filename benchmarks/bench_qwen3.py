@@ -165,6 +165,12 @@ def current_tile(model, which: str) -> tuple:
     return model.measured_tile(which) or tuple(model._tile(which)) + (OCCUPANCY,)
 
 
+def tile_seconds(model, which: str, kind: str, tile: tuple, stream) -> float:
+    """Seconds per launch of ``kind`` with ``tile`` for the projection ``which``: a variant of
+    the model (the same weights, a cache of one chunk) timed by ``kind_seconds``."""
+    return kind_seconds(model.variant(tiles={which: tile}, max_seq=model.chunk), kind, stream)
+
+
 def sweep_tiles(model, stream, deadline: float) -> tuple[dict, list[dict]]:
     """``SWEEP``'s (BM, BK, occupancy) of each projection and the model's own, tried on the
     device: the fastest of each kind; stops trying at ``deadline``."""
@@ -179,9 +185,7 @@ def sweep_tiles(model, stream, deadline: float) -> tuple[dict, list[dict]]:
             row = {"kernel": kind, "BM": tile[0], "BK": tile[1], "occupancy": tile[2],
                    "default": tile == own}
             try:
-                variant = model.variant(tiles={which: tile}, max_seq=model.chunk)
-                t = kind_seconds(variant, kind, stream)
-                del variant
+                t = tile_seconds(model, which, kind, tile, stream)
             except Exception as e:
                 rows.append({**row, "error": f"{type(e).__name__}: {e}"})
                 continue
@@ -288,9 +292,7 @@ def gemv_grid(model, stream, mem_bw: float, deadline: float) -> list[dict]:
                 return rows
             r = {"kernel": kind, "BM": tile[0], "BK": tile[1], "occupancy": tile[2]}
             try:
-                v = model.variant(tiles={which: tile}, max_seq=model.chunk)
-                t = kind_seconds(v, kind, stream)
-                del v
+                t = tile_seconds(model, which, kind, tile, stream)
                 r.update(seconds=t, pct_of_hbm=100 * nbytes / t / mem_bw)
             except Exception as e:
                 r["error"] = f"{type(e).__name__}: {e}"[:300]
